@@ -1,0 +1,166 @@
+"""qcodegen compile | run | verify | inspect | targets."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .codegen import generate, list_targets, load_target
+from .codegen.render import c_identifier
+from .compiler import plan
+from .errors import QcError
+from .frontends import load_model
+from .plan.schedule import Schedule
+from .reference.executor import check_inputs
+from .report import inspect_dict, inspect_text
+from .verify import get_runner, verify_schedule
+
+EXIT_OK, EXIT_MISMATCH, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # usage errors exit 2 with one line
+        self.exit(EXIT_USAGE, f"qcodegen: error: {message}\n")
+
+
+def _schedule(path: str) -> Schedule:
+    return plan(load_model(path))
+
+
+def _compile(args: argparse.Namespace) -> int:
+    target = load_target(args.target)
+    schedule = _schedule(args.model)
+    name = c_identifier(args.name or schedule.name)
+    outdir = Path(args.output or name)
+    model = generate(schedule, outdir, target, name=name, harness=args.harness)
+    (outdir / f"{name}_report.json").write_text(json.dumps(inspect_dict(schedule), indent=1) + "\n")
+    (outdir / f"{name}_report.txt").write_text(inspect_text(schedule) + "\n")
+    print(f"wrote {len(model.files)} files to {outdir}/ ({name}_run, arena {schedule.arena_size} B, "
+          f"lower bound {schedule.arena_lower_bound} B)")
+    return EXIT_OK
+
+
+def _load_npy(path: str) -> np.ndarray:
+    try:
+        return np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise QcError(f"{path}: no such file") from None
+    except (ValueError, OSError) as exc:
+        raise QcError(f"{path}: not a .npy array ({exc})") from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    target = load_target(args.target)
+    schedule = _schedule(args.model)
+    inputs = check_inputs(schedule, [_load_npy(p) for p in args.input])
+    if len(args.output) != len(schedule.outputs):
+        raise QcError(f"model has {len(schedule.outputs)} output(s); got {len(args.output)} -o file(s)")
+    with tempfile.TemporaryDirectory(prefix="qc-run-") as tmp:
+        model = generate(schedule, Path(tmp), target, harness=target.runner == "harness")
+        outputs, _ = get_runner(target).run(model, inputs)
+    for path, arr in zip(args.output, outputs, strict=True):
+        np.save(path, arr)
+    return EXIT_OK
+
+
+def _verify(args: argparse.Namespace) -> int:
+    if args.against != "reference":
+        raise QcError(f"--against {args.against} is not available yet (available: reference)")
+    if args.samples < 1:
+        raise QcError("--samples must be at least 1")
+    target = load_target(args.target)
+    schedule = _schedule(args.model)
+
+    def progress(done: int, total: int) -> None:
+        if not args.json and total >= 20 and done % max(1, total // 10) == 0:
+            print(f"  {done}/{total} samples", file=sys.stderr)
+
+    with tempfile.TemporaryDirectory(prefix="qc-verify-") as tmp:
+        model = generate(schedule, Path(tmp), target, harness=target.runner == "harness")
+        result = verify_schedule(schedule, model, get_runner(target), samples=args.samples, seed=args.seed,
+                                 progress=progress)
+    if args.json:
+        print(json.dumps(result.as_json()))
+    elif result.bit_exact:
+        print(f"bit-exact: {result.samples} samples, target {target.name}, 0 mismatches")
+    else:
+        fm = result.first_mismatch or {}
+        print(f"MISMATCH: {result.mismatches} differing elements over {result.samples} samples; first at step "
+              f"{fm.get('step')} ({fm.get('source', '')}) tensor {fm.get('tensor')!r} index {fm.get('index')}: "
+              f"expected {fm.get('expected')}, got {fm.get('got')}")
+    return EXIT_OK if result.bit_exact else EXIT_MISMATCH
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    schedule = _schedule(args.model)
+    if args.json:
+        print(json.dumps(inspect_dict(schedule)))
+    else:
+        print(inspect_text(schedule))
+    return EXIT_OK
+
+
+def _targets(args: argparse.Namespace) -> int:
+    for t in list_targets():
+        missing = t.missing_tools()
+        status = "ready" if not missing else f"missing {', '.join(missing)}"
+        print(f"{t.name:<16} {status:<28} {t.description}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="qcodegen", description="Quantized graphs to integer-only C, verified bit for bit.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    c = sub.add_parser("compile", help="generate C for a model")
+    c.add_argument("model")
+    c.add_argument("-t", "--target", default="generic")
+    c.add_argument("-o", "--output", help="output folder (default: the model name)")
+    c.add_argument("--name", help="symbol prefix and file names (sanitised to a C identifier)")
+    c.add_argument("--harness", action="store_true", help="also emit main.c and a Makefile")
+    c.set_defaults(func=_compile)
+
+    r = sub.add_parser("run", help="run the generated C on .npy inputs")
+    r.add_argument("model")
+    r.add_argument("-t", "--target", default="generic")
+    r.add_argument("-i", "--input", action="append", default=[], required=True)
+    r.add_argument("-o", "--output", action="append", default=[], required=True)
+    r.set_defaults(func=_run)
+
+    v = sub.add_parser("verify", help="check the generated C against an oracle, bit for bit")
+    v.add_argument("model")
+    v.add_argument("-t", "--target", default="generic")
+    v.add_argument("--against", default="reference", choices=["reference", "tflm", "tosa-ref", "golden", "float"])
+    v.add_argument("--samples", type=int, default=10)
+    v.add_argument("--seed", type=int, default=0)
+    v.add_argument("--json", action="store_true")
+    v.set_defaults(func=_verify)
+
+    i = sub.add_parser("inspect", help="show the schedule, fixed-point parameters and memory plan")
+    i.add_argument("model")
+    i.add_argument("--json", action="store_true")
+    i.set_defaults(func=_inspect)
+
+    t = sub.add_parser("targets", help="list targets and whether this machine can build and run them")
+    t.set_defaults(func=_targets)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except QcError as exc:
+        print(f"qcodegen: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

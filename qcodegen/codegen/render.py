@@ -1,0 +1,227 @@
+"""Render a Schedule to a self-contained C99 folder: <name>.h, <name>.c, <name>_weights.c, qc_runtime.h,
+and with the harness, main.c and a Makefile."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+import numpy as np
+
+from .. import primitives
+from ..errors import QcError
+from ..ir.dtypes import DType
+from ..plan.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule
+from ..resources import data_path
+from .targets import Target
+
+_C_KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+               "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+               "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+               "union", "unsigned", "void", "volatile", "while", "main"}
+
+
+def c_identifier(text: str) -> str:
+    ident = re.sub(r"[^0-9A-Za-z_]", "_", text).strip("_") or "model"
+    if ident[0].isdigit():
+        ident = "m_" + ident
+    if ident in _C_KEYWORDS:
+        ident += "_"
+    return ident
+
+
+@dataclass
+class Operand:
+    """A step operand as the templates see it."""
+
+    name: str  # C parameter name inside the step function: in0, out0
+    buffer: Buffer
+
+    @property
+    def dtype(self) -> DType:
+        return self.buffer.dtype
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.buffer.shape
+
+    @property
+    def size(self) -> int:
+        return self.buffer.size
+
+    @property
+    def packed(self) -> bool:
+        return self.buffer.kind == CONST and self.buffer.dtype.is_packed
+
+    @property
+    def ctype(self) -> str:
+        return "uint8_t" if self.packed else self.buffer.dtype.ctype
+
+    @property
+    def strides(self) -> list[int]:
+        strides, acc = [], 1
+        for d in reversed(self.shape):
+            strides.append(acc)
+            acc *= d
+        return list(reversed(strides))
+
+    def load(self, index: str) -> str:
+        """C expression reading element `index` (as int32_t for packed 4-bit data)."""
+        if self.packed:
+            fn = "qc_i4_get" if self.dtype.signed else "qc_u4_get"
+            return f"{fn}({self.name}, {index})"
+        return f"{self.name}[{index}]"
+
+
+@dataclass
+class ConstArray:
+    name: str
+    ctype: str
+    values: np.ndarray  # flat, already packed for 4-bit data
+
+    def literal(self) -> str:
+        flat = self.values.reshape(-1)
+        if flat.dtype.kind == "f":
+            items = [_float_literal(v) for v in flat.astype(np.float32)]
+        else:
+            items = [_int_literal(int(v), self.ctype) for v in flat]
+        if not items:
+            items = ["0"]
+        lines = [", ".join(items[i:i + 16]) for i in range(0, len(items), 16)]
+        return "{\n  " + ",\n  ".join(lines) + "\n}"
+
+
+def _int_literal(v: int, ctype: str) -> str:
+    if ctype in ("int32_t",) and v == -(1 << 31):
+        return "(-2147483647 - 1)"
+    if ctype in ("int64_t",):
+        return f"INT64_C({v})" if v != -(1 << 63) else "INT64_MIN"
+    return str(v)
+
+
+def _float_literal(v: np.float32) -> str:
+    if np.isnan(v):
+        return "(0.0f/0.0f)"
+    if np.isinf(v):
+        return "(1.0f/0.0f)" if v > 0 else "(-1.0f/0.0f)"
+    if v == 0:
+        return "-0.0f" if np.signbit(v) else "0.0f"
+    return f"{float(v).hex()}f"
+
+
+def pack4(values: np.ndarray) -> np.ndarray:
+    """Pack 4-bit values two per byte, low nibble first (the harness and constant layout)."""
+    flat = values.reshape(-1).astype(np.int64) & 0xF
+    if flat.size % 2:
+        flat = np.append(flat, 0)
+    return (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8)
+
+
+@dataclass
+class GeneratedModel:
+    name: str
+    outdir: Path
+    files: list[Path]
+    inputs: list[Buffer]
+    outputs: list[Buffer]
+    arena_size: int
+    step_functions: list[str] = field(default_factory=list)
+
+    def prototype(self) -> str:
+        params = [f"const {b.dtype.ctype} *" for b in self.inputs]
+        params += [f"{b.dtype.ctype} *" for b in self.outputs]
+        return f"int {self.name}_run({', '.join(params + ['void *'])});"
+
+
+def _environment(target: Target) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader([str(p) for p in target.template_dirs()]),
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+    )
+    env.filters["cint"] = lambda v: _int_literal(int(v), "int64_t" if abs(int(v)) >= 1 << 31 else "int")
+    return env
+
+
+def generate(schedule: Schedule, outdir: Path, target: Target, name: str | None = None,
+             harness: bool = False) -> GeneratedModel:
+    name = c_identifier(name or schedule.name)
+    prefix = name
+    outdir.mkdir(parents=True, exist_ok=True)
+    env = _environment(target)
+    bufs = schedule.buffers
+    produced = {n for s in schedule.steps for n in s.outputs}
+    for out in schedule.outputs:
+        if out not in produced:
+            raise QcError(f"output {out!r} is not computed by any step")
+
+    const_arrays: list[ConstArray] = []
+    c_names: dict[str, str] = {}
+    for buf in bufs.values():
+        if buf.kind == CONST:
+            arr_name = f"{prefix}_c_{c_identifier(buf.name)}"
+            data = pack4(buf.data) if buf.dtype.is_packed else buf.data
+            const_arrays.append(ConstArray(arr_name, "uint8_t" if buf.dtype.is_packed else buf.dtype.ctype,
+                                           np.asarray(data)))
+            c_names[buf.name] = arr_name
+
+    api_in = [bufs[n] for n in schedule.inputs]
+    api_out = [bufs[n] for n in schedule.outputs]
+    for i, b in enumerate(api_in):
+        c_names[b.name] = f"input{i}"
+    for i, b in enumerate(api_out):
+        c_names.setdefault(b.name, f"output{i}")
+
+    def pointer(buf: Buffer) -> str:
+        if buf.kind == TEMP:
+            return f"({buf.dtype.ctype} *)(void *)(arena_bytes + {buf.offset})"
+        return c_names[buf.name]
+
+    steps = []
+    for k, step in enumerate(schedule.steps):
+        prim = primitives.get(step.op)
+        io = schedule.io(step)
+        consts = {}
+        for key, values in prim.constants(io).items():
+            arr_name = f"{prefix}_s{k}_{key}"
+            ctype = {np.dtype(np.int8): "int8_t", np.dtype(np.int16): "int16_t", np.dtype(np.int32): "int32_t",
+                     np.dtype(np.int64): "int64_t", np.dtype(np.uint8): "uint8_t", np.dtype(np.uint16): "uint16_t",
+                     np.dtype(np.float32): "float"}[values.dtype]
+            const_arrays.append(ConstArray(arr_name, ctype, values))
+            consts[key] = arr_name
+        ins = [Operand(f"in{i}", b) for i, b in enumerate(io.ins)]
+        outs = [Operand(f"out{i}", b) for i, b in enumerate(io.outs)]
+        body = env.get_template(prim.template).render(step=step, ins=ins, outs=outs, consts=consts,
+                                                     ctx=prim.template_context(io), index=k)
+        params = [f"const {o.ctype} *{o.name}" for o in ins] + [f"{o.ctype} *{o.name}" for o in outs]
+        steps.append(dict(
+            index=k, step=step, fn=f"{prefix}_step{k}", params=", ".join(params), body=body.rstrip(),
+            args=", ".join([pointer(b) for b in io.ins] + [pointer(b) for b in io.outs]),
+            outputs=[(pointer(b), b.size * b.dtype.container_bytes) for b in io.outs],
+        ))
+
+    ctx = dict(name=name, NAME=name.upper(), schedule=schedule, steps=steps, inputs=api_in, outputs=api_out,
+               consts=const_arrays, arena_size=schedule.arena_size, c_names=c_names, target=target)
+    files = {
+        f"{name}.h": "model.h.j2",
+        f"{name}.c": "model.c.j2",
+        f"{name}_weights.c": "weights.c.j2",
+    }
+    if harness:
+        files["main.c"] = "main.c.j2"
+        files["Makefile"] = "Makefile.j2"
+    written = []
+    for fname, tmpl in files.items():
+        path = outdir / fname
+        path.write_text(env.get_template(tmpl).render(**ctx))
+        written.append(path)
+    runtime = data_path("runtime") / "qc_runtime.h"
+    shutil.copyfile(runtime, outdir / runtime.name)
+    written.append(outdir / runtime.name)
+    return GeneratedModel(name, outdir, written, api_in, api_out, schedule.arena_size,
+                          [s["fn"] for s in steps])
+
+
+__all__ = ["generate", "GeneratedModel", "c_identifier", "pack4", "INPUT", "OUTPUT"]

@@ -1,0 +1,165 @@
+"""Tensors, source-level ops and graphs, with structural validation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import GraphError
+from .dtypes import DType, dtype
+from .quant import QuantType
+
+
+@dataclass
+class Tensor:
+    name: str
+    shape: tuple[int, ...]
+    dtype: DType
+    quant: QuantType | None = None
+    data: np.ndarray | None = None  # constant value (unpacked storage integers, or float32)
+
+    def __post_init__(self) -> None:
+        self.shape = tuple(int(d) for d in self.shape)
+        self.dtype = dtype(self.dtype)
+
+    @property
+    def is_const(self) -> bool:
+        return self.data is not None
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def value_range(self) -> tuple[int, int]:
+        """Storage range of the values this tensor can hold (quant storage range if quantized)."""
+        if self.quant is not None:
+            return self.quant.storage_min, self.quant.storage_max
+        return self.dtype.min, self.dtype.max
+
+
+@dataclass
+class Op:
+    kind: str
+    inputs: list[str]
+    outputs: list[str]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    name: str = ""
+
+
+@dataclass
+class Graph:
+    name: str
+    tensors: dict[str, Tensor] = field(default_factory=dict)
+    ops: list[Op] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def tensor(self, name: str) -> Tensor:
+        try:
+            return self.tensors[name]
+        except KeyError:
+            raise GraphError(f"unknown tensor {name!r}") from None
+
+    def op_label(self, op: Op) -> str:
+        return f"op {op.kind} {op.name!r}" if op.name else f"op {op.kind} #{self.ops.index(op)}"
+
+    def validate(self) -> None:
+        """Structural checks; the lowering rules check each op's own attributes, shapes and types."""
+        if not self.outputs:
+            raise GraphError(f"graph {self.name!r} has no outputs")
+        for name, t in self.tensors.items():
+            if name != t.name:
+                raise GraphError(f"tensor registered as {name!r} is named {t.name!r}")
+            if any(d <= 0 for d in t.shape):
+                raise GraphError(f"tensor {name!r}: every dimension must be positive, got {list(t.shape)}")
+            if t.quant is not None:
+                if t.dtype != t.quant.storage:
+                    raise GraphError(f"tensor {name!r}: dtype {t.dtype} differs from its quantized "
+                                     f"storage type {t.quant.storage}")
+                t.quant.validate(t.shape, f"tensor {name!r}")
+            if t.data is not None:
+                self._validate_const(t)
+        producers: dict[str, Op] = {}
+        for op in self.ops:
+            label = self.op_label(op)
+            for n in op.inputs:
+                if n not in self.tensors:
+                    raise GraphError(f"{label}: input {n!r} is not a tensor of the graph")
+            for n in op.outputs:
+                if n not in self.tensors:
+                    raise GraphError(f"{label}: output {n!r} is not a tensor of the graph")
+                if n in producers:
+                    raise GraphError(f"tensor {n!r} is produced twice ({self.op_label(producers[n])} "
+                                     f"and {label})")
+                if self.tensors[n].is_const or n in self.inputs:
+                    raise GraphError(f"{label}: output {n!r} is a constant or a graph input")
+                producers[n] = op
+        for n in self.inputs:
+            t = self.tensor(n)
+            if t.is_const:
+                raise GraphError(f"graph input {n!r} is a constant")
+        for n in self.outputs:
+            t = self.tensor(n)
+            if n not in producers and n not in self.inputs and not t.is_const:
+                raise GraphError(f"graph output {n!r} is never produced")
+        consumed = {n for op in self.ops for n in op.inputs} | set(self.outputs)
+        for op in self.ops:
+            for n in op.inputs:
+                t = self.tensors[n]
+                if n not in producers and n not in self.inputs and not t.is_const:
+                    raise GraphError(f"{self.op_label(op)}: input {n!r} is dangling (no producer, "
+                                     f"not a graph input, not a constant)")
+        for n in self.inputs:
+            if n not in consumed:
+                raise GraphError(f"graph input {n!r} is never used")
+        self.ops = self._topological_order(producers)
+
+    def _validate_const(self, t: Tensor) -> None:
+        data = np.asarray(t.data)
+        if data.shape != t.shape:
+            if data.size != t.size:
+                raise GraphError(f"constant {t.name!r}: {data.size} values for shape {list(t.shape)}")
+            data = data.reshape(t.shape)
+        if t.dtype.is_float:
+            t.data = data.astype(np.float32)
+            return
+        if not np.issubdtype(data.dtype, np.integer):
+            if not np.all(np.isfinite(data)) or np.any(data != np.round(data)):
+                raise GraphError(f"constant {t.name!r}: {t.dtype} data must be integers")
+        ints = data.astype(np.int64)
+        lo, hi = t.value_range
+        if ints.size and (ints.min() < lo or ints.max() > hi):
+            raise GraphError(f"constant {t.name!r}: values [{ints.min()}, {ints.max()}] exceed the "
+                             f"storage range [{lo}, {hi}]")
+        t.data = ints.astype(t.dtype.numpy)
+
+    def _topological_order(self, producers: dict[str, Op]) -> list[Op]:
+        state: dict[int, int] = {}  # 1 = visiting, 2 = done
+        order: list[Op] = []
+        for root in self.ops:
+            stack: list[tuple[Op, int]] = [(root, 0)]
+            while stack:
+                op, i = stack.pop()
+                key = id(op)
+                if i == 0:
+                    if state.get(key) == 2:
+                        continue
+                    if state.get(key) == 1:
+                        raise GraphError(f"cycle in the graph through {self.op_label(op)}")
+                    state[key] = 1
+                if i < len(op.inputs):
+                    stack.append((op, i + 1))
+                    dep = producers.get(op.inputs[i])
+                    if dep is not None:
+                        if state.get(id(dep)) == 1:
+                            raise GraphError(f"cycle in the graph through {self.op_label(dep)}")
+                        if state.get(id(dep)) != 2:
+                            stack.append((dep, 0))
+                else:
+                    state[key] = 2
+                    order.append(op)
+        return order

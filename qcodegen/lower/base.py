@@ -1,0 +1,149 @@
+"""The lowering driver and the helpers rules use to emit steps."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..errors import GraphError, UnsupportedError
+from ..fixedpoint import Rounding, quantize_multiplier
+from ..ir.dtypes import DType, dtype
+from ..ir.graph import Graph, Op, Tensor
+from ..ir.quant import QuantType
+from ..plan.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
+
+Rule = Callable[["Lowerer", Op], None]
+RULES: dict[str, Rule] = {}
+
+
+def rule(*kinds: str) -> Callable[[Rule], Rule]:
+    def register(fn: Rule) -> Rule:
+        for kind in kinds:
+            RULES[kind] = fn
+        return fn
+    return register
+
+
+class Lowerer:
+    """State while lowering one graph: the schedule under construction and the current op."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.schedule = Schedule(graph.name)
+        self.op: Op | None = None
+        self.rounding = Rounding.parse(graph.options.get("rescale_rounding", "single_round"))
+        for t in graph.tensors.values():
+            if t.is_const:
+                self.schedule.add_buffer(Buffer(t.name, t.shape, t.dtype, CONST, t.data, t.quant))
+        for n in graph.inputs:
+            t = graph.tensors[n]
+            self.schedule.add_buffer(Buffer(n, t.shape, t.dtype, INPUT, quant=t.quant))
+        self.schedule.inputs = list(graph.inputs)
+
+    # --- access to the source op -------------------------------------------------------------
+    @property
+    def label(self) -> str:
+        assert self.op is not None
+        return self.graph.op_label(self.op)
+
+    def error(self, message: str) -> GraphError:
+        return GraphError(f"{self.label}: {message}")
+
+    def tensor_in(self, i: int) -> Tensor:
+        assert self.op is not None
+        if i >= len(self.op.inputs):
+            raise self.error(f"expects at least {i + 1} inputs, got {len(self.op.inputs)}")
+        return self.graph.tensors[self.op.inputs[i]]
+
+    def tensor_out(self, i: int = 0) -> Tensor:
+        assert self.op is not None
+        if i >= len(self.op.outputs):
+            raise self.error(f"expects at least {i + 1} outputs, got {len(self.op.outputs)}")
+        return self.graph.tensors[self.op.outputs[i]]
+
+    def attr(self, key: str, default: Any = ...) -> Any:
+        assert self.op is not None
+        if key in self.op.attrs:
+            return self.op.attrs[key]
+        if default is ...:
+            raise self.error(f"missing attribute {key!r}")
+        return default
+
+    def quant_in(self, i: int, per_tensor: bool = True) -> QuantType:
+        t = self.tensor_in(i)
+        if t.quant is None:
+            raise self.error(f"input {t.name!r} must be quantized")
+        if per_tensor and t.quant.kind != "per_tensor":
+            raise self.error(f"input {t.name!r} must be quantized per tensor, got {t.quant.kind}")
+        return t.quant
+
+    def quant_out(self, i: int = 0, per_tensor: bool = True) -> QuantType:
+        t = self.tensor_out(i)
+        if t.quant is None:
+            raise self.error(f"output {t.name!r} must be quantized")
+        if per_tensor and t.quant.kind != "per_tensor":
+            raise self.error(f"output {t.name!r} must be quantized per tensor, got {t.quant.kind}")
+        return t.quant
+
+    # --- emitting ---------------------------------------------------------------------------------
+    def buffer(self, name: str) -> Buffer:
+        """The schedule buffer of a graph tensor, created on first use as the op's output."""
+        if name not in self.schedule.buffers:
+            t = self.graph.tensors[name]
+            self.schedule.add_buffer(Buffer(name, t.shape, t.dtype, TEMP, quant=t.quant))
+        return self.schedule.buffers[name]
+
+    def temp(self, base: str, shape: tuple[int, ...], dt: str | DType) -> str:
+        name = self.schedule.fresh_name(base)
+        self.schedule.add_buffer(Buffer(name, tuple(shape), dtype(dt), TEMP))
+        return name
+
+    def const(self, base: str, values: np.ndarray, dt: str | DType) -> str:
+        d = dtype(dt)
+        values = np.asarray(values)
+        if not d.is_float and values.size and (values.min() < d.min or values.max() > d.max):
+            raise self.error(f"constant {base!r} does not fit {d}")
+        name = self.schedule.fresh_name(base)
+        self.schedule.add_buffer(Buffer(name, tuple(values.shape), d, CONST, values.astype(d.numpy)))
+        return name
+
+    def emit(self, prim: str, inputs: list[str], outputs: list[str], **attrs: Any) -> Step:
+        for n in inputs + outputs:
+            if n not in self.schedule.buffers:
+                self.buffer(n)
+        step = Step(prim, list(inputs), list(outputs), attrs, source=self.label)
+        self.schedule.steps.append(step)
+        return step
+
+    def rescale(self, src: str, dst: str, scale: float | np.ndarray, input_zp: int = 0, output_zp: int = 0,
+                axis: int = -1, rounding: Rounding | None = None, **extra: Any) -> Step:
+        """Emit a RESCALE by a real scale (scalar, or one per channel along `axis`)."""
+        scales = np.atleast_1d(np.asarray(scale, np.float64))
+        pairs = [quantize_multiplier(float(s)) for s in scales]
+        return self.emit("RESCALE", [src], [dst], multiplier=[m for m, _ in pairs], shift=[s for _, s in pairs],
+                         input_zp=int(input_zp), output_zp=int(output_zp), scale32=True,
+                         rounding=(rounding or self.rounding).value, per_channel=np.ndim(scale) > 0,
+                         axis=axis, **extra)
+
+
+def lower_graph(graph: Graph) -> Schedule:
+    lowerer = Lowerer(graph)
+    missing = sorted({op.kind for op in graph.ops if op.kind not in RULES})
+    if missing:
+        raise UnsupportedError(f"unsupported operators: {', '.join(missing)}")
+    for op in graph.ops:
+        lowerer.op = op
+        RULES[op.kind](lowerer, op)
+        for n in op.outputs:
+            lowerer.buffer(n)
+    sched = lowerer.schedule
+    sched.outputs = list(graph.outputs)
+    for n in graph.outputs:
+        buf = sched.buffers[n]
+        if buf.kind == TEMP:
+            buf.kind = OUTPUT
+        elif buf.kind in (INPUT, CONST):
+            raise UnsupportedError(f"graph output {n!r} is a graph input or constant; nothing to compute")
+    return sched

@@ -1,0 +1,20 @@
+"""Schedule-to-schedule optimizations. Each pass keeps the schedule's meaning bit for bit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .schedule import Schedule
+
+Pass = Callable[[Schedule], None]
+PASSES: list[Pass] = []
+
+
+def schedule_pass(fn: Pass) -> Pass:
+    PASSES.append(fn)
+    return fn
+
+
+def run_passes(schedule: Schedule) -> None:
+    for p in PASSES:
+        p(schedule)

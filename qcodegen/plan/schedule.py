@@ -1,0 +1,97 @@
+"""The Schedule: ordered integer-primitive steps over named buffers. Shared by the numpy reference,
+the code generator and the reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..ir.dtypes import DType
+from ..ir.quant import QuantType
+
+INPUT, OUTPUT, CONST, TEMP = "input", "output", "const", "temp"
+
+
+@dataclass
+class Buffer:
+    name: str
+    shape: tuple[int, ...]
+    dtype: DType
+    kind: str = TEMP
+    data: np.ndarray | None = None  # constants only: unpacked values in dtype.numpy
+    quant: QuantType | None = None  # for reports and the I/O macros
+    offset: int | None = None  # arena offset (temps only), set by the memory planner
+    value_range: tuple[int, int] | None = None  # set by range analysis (integer buffers)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes in memory: arena bytes for temps, flash bytes (packed for 4-bit) for constants."""
+        if self.kind == CONST and self.dtype.is_packed:
+            return (self.size + 1) // 2
+        return self.size * self.dtype.container_bytes
+
+
+@dataclass
+class Step:
+    op: str  # primitive name, e.g. "CONV2D"
+    inputs: list[str]
+    outputs: list[str]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    source: str = ""  # which source op this step implements (for reports and mismatch messages)
+    acc_bound: tuple[int, int] | None = None  # set by range analysis for reductions
+
+
+@dataclass
+class StepIO:
+    """A step together with its operand buffers: what primitives see."""
+
+    step: Step
+    ins: list[Buffer]
+    outs: list[Buffer]
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        return self.step.attrs
+
+
+@dataclass
+class Schedule:
+    name: str
+    buffers: dict[str, Buffer] = field(default_factory=dict)
+    steps: list[Step] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    arena_size: int = 0
+    arena_lower_bound: int = 0
+    notes: list[str] = field(default_factory=list)  # planner decisions worth reporting
+
+    def io(self, step: Step) -> StepIO:
+        return StepIO(step, [self.buffers[n] for n in step.inputs], [self.buffers[n] for n in step.outputs])
+
+    def add_buffer(self, buf: Buffer) -> Buffer:
+        if buf.name in self.buffers:
+            raise ValueError(f"buffer {buf.name!r} already exists")
+        self.buffers[buf.name] = buf
+        return buf
+
+    def fresh_name(self, base: str) -> str:
+        name, i = base, 1
+        while name in self.buffers:
+            name = f"{base}_{i}"
+            i += 1
+        return name
+
+    def consumers(self, name: str) -> list[int]:
+        return [i for i, s in enumerate(self.steps) if name in s.inputs]
+
+    def producer(self, name: str) -> int | None:
+        for i, s in enumerate(self.steps):
+            if name in s.outputs:
+                return i
+        return None

@@ -1,0 +1,91 @@
+"""Primitive interface and registry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import GraphError
+from ..plan.schedule import StepIO
+
+REGISTRY: dict[str, Primitive] = {}
+
+
+def register(cls: type[Primitive]) -> type[Primitive]:
+    REGISTRY[cls.name] = cls()
+    return cls
+
+
+def get(name: str) -> Primitive:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise GraphError(f"unknown primitive {name!r}") from None
+
+
+@dataclass
+class Ranges:
+    """Result of range analysis for one step."""
+
+    outputs: list[tuple[int, int]]
+    acc: tuple[int, int] | None = None  # bound of the accumulator (reductions), for the report
+
+
+class Primitive:
+    name: ClassVar[str]
+    # True when output 0 may be written over input 0's memory (each output element depends only on the
+    # input element at the same flat index, read before it is written, and elements are no wider).
+    inplace: ClassVar[bool] = False
+
+    @property
+    def template(self) -> str:
+        return f"{self.name.lower()}.c.j2"
+
+    def infer_shapes(self, io: StepIO) -> list[tuple[int, ...]]:
+        """Output shapes implied by the inputs and attributes."""
+        raise NotImplementedError
+
+    def check(self, io: StepIO) -> None:
+        """Raise GraphError for every TOSA ERROR_IF condition (and shape/dtype inconsistencies)."""
+        want = self.infer_shapes(io)
+        got = [b.shape for b in io.outs]
+        if [tuple(s) for s in want] != got:
+            raise GraphError(f"{self.name}: output shapes {got} do not match the expected {want}")
+
+    def reference(self, io: StepIO, args: list[np.ndarray]) -> list[np.ndarray]:
+        """The numpy reference: exact integer results (int64 or the buffer dtype)."""
+        raise NotImplementedError
+
+    def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
+        """Bounds of the output values; raise PlanError when an intermediate could overflow.
+        Default: the full range of each output dtype."""
+        return Ranges([(b.dtype.min, b.dtype.max) for b in io.outs])
+
+    def macs(self, io: StepIO) -> int:
+        return 0
+
+    def constants(self, io: StepIO) -> dict[str, np.ndarray]:
+        """Per-step constant arrays the template needs (e.g. per-channel multipliers), emitted as const."""
+        return {}
+
+    def template_context(self, io: StepIO) -> dict[str, Any]:
+        """Derived values for the template (loop bounds, flags)."""
+        return {}
+
+
+def require(condition: bool, message: str) -> None:
+    """An ERROR_IF: raise GraphError with `message` unless `condition` holds."""
+    if not condition:
+        raise GraphError(message)
+
+
+def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...], op: str) -> tuple[int, ...]:
+    """TOSA broadcasting: equal ranks, each dimension equal or 1."""
+    require(len(a) == len(b), f"{op}: operand ranks differ ({list(a)} vs {list(b)})")
+    out = []
+    for x, y in zip(a, b, strict=True):
+        require(x == y or x == 1 or y == 1, f"{op}: shapes {list(a)} and {list(b)} do not broadcast")
+        out.append(max(x, y))
+    return tuple(out)

@@ -1,0 +1,144 @@
+"""RESCALE (TOSA 1.0 §RESCALE) with an optional fused output clamp and a per-channel axis (SEMANTICS §7)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..fixedpoint import Rounding, Unpredictable, apply_scale_16, apply_scale_32
+from ..plan.schedule import StepIO
+from .base import Primitive, Ranges, register, require
+
+_IN_TYPES = {"i8", "u8", "i16", "u16", "i32", "i48"}
+_OUT_TYPES = {"i8", "u8", "i16", "u16", "i32"}
+
+
+def _interpretation(dtype_name: str, unsigned_flag: bool) -> tuple[int, bool]:
+    bits = int(dtype_name[1:])
+    return bits, unsigned_flag or dtype_name.startswith("u")
+
+
+def type_range(bits: int, unsigned: bool) -> tuple[int, int]:
+    return (0, (1 << bits) - 1) if unsigned else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+
+
+@register
+class Rescale(Primitive):
+    """attrs: multiplier, shift (lists: one entry, or one per channel along `axis`), input_zp, output_zp,
+    scale32, rounding, per_channel, axis (default last), input_unsigned, output_unsigned,
+    out_min/out_max (fused clamp, interpreted output domain; default the output type range)."""
+
+    name = "RESCALE"
+    inplace = True
+
+    def infer_shapes(self, io: StepIO) -> list[tuple[int, ...]]:
+        return [io.ins[0].shape]
+
+    @staticmethod
+    def params(io: StepIO) -> dict:
+        a = io.attrs
+        in_bits, in_unsigned = _interpretation(io.ins[0].dtype.name, a.get("input_unsigned", False))
+        out_bits, out_unsigned = _interpretation(io.outs[0].dtype.name, a.get("output_unsigned", False))
+        rank = len(io.ins[0].shape)
+        axis = a.get("axis", -1) % rank if rank else 0
+        lo, hi = type_range(out_bits, out_unsigned)
+        lo = max(lo, a.get("out_min", lo))
+        hi = min(hi, a.get("out_max", hi))
+        return dict(in_bits=in_bits, in_unsigned=in_unsigned, out_bits=out_bits, out_unsigned=out_unsigned,
+                    axis=axis, lo=lo, hi=hi, rounding=Rounding.parse(a.get("rounding", "single_round")),
+                    scale32=a.get("scale32", True), per_channel=a.get("per_channel", False))
+
+    def check(self, io: StepIO) -> None:
+        super().check(io)
+        a, p = io.attrs, self.params(io)
+        x, y = io.ins[0], io.outs[0]
+        require(x.dtype.name in _IN_TYPES, f"RESCALE: input type {x.dtype} is not one of {sorted(_IN_TYPES)}")
+        require(y.dtype.name in _OUT_TYPES, f"RESCALE: output type {y.dtype} is not one of {sorted(_OUT_TYPES)}")
+        for which, zp, bits, unsigned in (("input", a["input_zp"], p["in_bits"], p["in_unsigned"]),
+                                          ("output", a["output_zp"], p["out_bits"], p["out_unsigned"])):
+            if bits == 8:
+                lo, hi = type_range(8, unsigned)
+                require(lo <= zp <= hi, f"RESCALE: {which} zero point {zp} outside the {which} type")
+            elif bits == 16 and unsigned:
+                require(zp in (0, 32768), f"RESCALE: u16 {which} zero point must be 0 or 32768, got {zp}")
+            else:
+                require(zp == 0, f"RESCALE: {which} zero point must be 0 for {bits}-bit data, got {zp}")
+        require(not (p["scale32"] and x.dtype.name == "i48"), "RESCALE: scale32 with an i48 input")
+        require(p["scale32"] or p["rounding"] in (Rounding.SINGLE, Rounding.INEXACT),
+                f"RESCALE: rounding {p['rounding'].value} needs scale32")
+        require(not (p["in_unsigned"] and p["out_unsigned"]), "RESCALE: input and output both unsigned")
+        require(not (p["in_unsigned"] and (p["out_bits"] == 32 or p["in_bits"] >= 32)),
+                "RESCALE: unsigned input with a 32/48-bit input or an i32 output")
+        require(not (p["out_unsigned"] and (p["in_bits"] >= 32 or p["out_bits"] == 32)),
+                "RESCALE: unsigned output with a 32/48-bit input or an i32 output")
+        require(not p["per_channel"] or len(x.shape) >= 1, "RESCALE: per_channel on a rank-0 tensor")
+        channels = x.shape[p["axis"]] if p["per_channel"] else 1
+        m, s = np.asarray(a["multiplier"], np.int64), np.asarray(a["shift"], np.int64)
+        require(m.shape == (channels,) and s.shape == (channels,),
+                f"RESCALE: {m.size} multipliers / {s.size} shifts for {channels} channel(s)")
+        mmax = (1 << 31) - 1 if p["scale32"] else (1 << 15) - 1
+        require(bool(np.all((m >= -mmax - 1) & (m <= mmax))), "RESCALE: multiplier outside its type")
+        require(bool(np.all((s >= -128) & (s <= 127))), "RESCALE: shift outside int8")
+        require(p["lo"] <= p["hi"], f"RESCALE: empty output clamp [{p['lo']}, {p['hi']}]")
+        if np.any(m < 0) or np.any((s < 2) | (s > 62)):
+            raise Unpredictable("RESCALE: multiplier must be >= 0 and shift in [2, 62] (TOSA REQUIRE)")
+
+    def _apply(self, io: StepIO, v: np.ndarray, channel_axis: int | None) -> np.ndarray:
+        a, p = io.attrs, self.params(io)
+        m = np.asarray(a["multiplier"], np.int64)
+        s = np.asarray(a["shift"], np.int64)
+        if p["per_channel"] and channel_axis is not None:
+            view = [1] * v.ndim
+            view[channel_axis] = m.size
+            m, s = m.reshape(view), s.reshape(view)
+        if p["scale32"]:
+            r = apply_scale_32(v, m, s, p["rounding"])
+        else:
+            r = apply_scale_16(v, m, s)
+        r = r + a["output_zp"]
+        if np.any((r < -(1 << 31)) | (r > (1 << 31) - 1)):
+            raise Unpredictable("RESCALE: adding the output zero point overflows int32 (TOSA REQUIRE)")
+        return np.clip(r, p["lo"], p["hi"])
+
+    def reference(self, io: StepIO, args: list[np.ndarray]) -> list[np.ndarray]:
+        p = self.params(io)
+        v = args[0].astype(np.int64)
+        if p["in_unsigned"]:
+            v &= (1 << p["in_bits"]) - 1
+        v = v - io.attrs["input_zp"]
+        r = self._apply(io, v, p["axis"])
+        if p["out_unsigned"] and io.outs[0].dtype.signed:  # the unsigned bit pattern in a signed container
+            r = r.astype(np.dtype(f"uint{p['out_bits']}")).view(io.outs[0].dtype.numpy)
+        return [r]
+
+    def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
+        p = self.params(io)
+        lo, hi = in_ranges[0]
+        if p["in_unsigned"] and lo < 0:
+            lo, hi = 0, (1 << p["in_bits"]) - 1
+        ends = np.array([[lo], [hi]], np.int64) - io.attrs["input_zp"]
+        r = self._apply(io, ends, 1)  # rows: low/high input, columns: channels (monotone per channel)
+        out = (int(r.min()), int(r.max()))
+        if p["out_unsigned"] and io.outs[0].dtype.signed:
+            out = (io.outs[0].dtype.min, io.outs[0].dtype.max)  # stored bit patterns wrap
+        return Ranges([out])
+
+    def constants(self, io: StepIO) -> dict[str, np.ndarray]:
+        if not self.params(io)["per_channel"]:
+            return {}
+        mtype = np.int32 if self.params(io)["scale32"] else np.int16
+        return {"multiplier": np.asarray(io.attrs["multiplier"], mtype),
+                "shift": np.asarray(io.attrs["shift"], np.int8)}
+
+    def template_context(self, io: StepIO) -> dict:
+        p = self.params(io)
+        shape = io.ins[0].shape
+        axis = p["axis"] if p["per_channel"] else len(shape)
+        outer = int(np.prod(shape[:axis], dtype=np.int64))
+        channels = shape[axis] if p["per_channel"] else 1
+        inner = int(np.prod(shape[axis + 1:], dtype=np.int64)) if p["per_channel"] else 1
+        func = {Rounding.SINGLE: "qc_scale32_single", Rounding.INEXACT: "qc_scale32_single",
+                Rounding.DOUBLE: "qc_scale32_double", Rounding.HALF_EVEN: "qc_scale32_half_even"}
+        return dict(p, outer=outer, channels=channels, inner=inner,
+                    scale_fn=func[p["rounding"]] if p["scale32"] else "qc_scale16",
+                    in_ctype="uint" if p["in_unsigned"] else "int",
+                    multiplier=int(io.attrs["multiplier"][0]), shift=int(io.attrs["shift"][0]))

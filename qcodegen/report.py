@@ -1,0 +1,87 @@
+"""Reports of a planned schedule: per-step cost, fixed-point parameters, bounds and the memory plan."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import primitives
+from .plan.schedule import CONST, TEMP, Schedule
+
+
+def _short(values: Any) -> Any:
+    if values is None:
+        return None
+    values = [int(v) for v in values]
+    return values[0] if len(set(values)) == 1 else values
+
+
+def weights_bytes(schedule: Schedule) -> int:
+    total = sum(b.nbytes for b in schedule.buffers.values() if b.kind == CONST)
+    for step in schedule.steps:
+        total += sum(v.nbytes for v in primitives.get(step.op).constants(schedule.io(step)).values())
+    return total
+
+
+def inspect_dict(schedule: Schedule) -> dict[str, Any]:
+    steps = []
+    for step in schedule.steps:
+        io = schedule.io(step)
+        steps.append({
+            "op": step.op,
+            "source": step.source,
+            "inputs": list(step.inputs),
+            "outputs": list(step.outputs),
+            "shapes": {b.name: list(b.shape) for b in io.ins + io.outs},
+            "dtypes": {b.name: b.dtype.name for b in io.ins + io.outs},
+            "macs": primitives.get(step.op).macs(io),
+            "multiplier": _short(step.attrs.get("multiplier")),
+            "shift": _short(step.attrs.get("shift")),
+            "acc_bound": list(step.acc_bound) if step.acc_bound else None,
+            "arena_offset": {b.name: b.offset for b in io.outs if b.kind == TEMP},
+        })
+    return {
+        "name": schedule.name,
+        "arena_bytes": schedule.arena_size,
+        "arena_lower_bound_bytes": schedule.arena_lower_bound,
+        "weights_bytes": weights_bytes(schedule),
+        "macs": sum(s["macs"] for s in steps),
+        "inputs": [_io(schedule, n) for n in schedule.inputs],
+        "outputs": [_io(schedule, n) for n in schedule.outputs],
+        "notes": list(schedule.notes),
+        "steps": steps,
+    }
+
+
+def _io(schedule: Schedule, name: str) -> dict[str, Any]:
+    b = schedule.buffers[name]
+    out: dict[str, Any] = {"name": name, "shape": list(b.shape), "dtype": b.dtype.name}
+    if b.quant is not None and b.quant.kind == "per_tensor":
+        out["scale"] = b.quant.scale
+        out["zero_point"] = b.quant.zero_point
+    return out
+
+
+def inspect_text(schedule: Schedule) -> str:
+    d = inspect_dict(schedule)
+    lines = [f"model {d['name']}: {len(d['steps'])} steps, {d['macs']:,} MACs, weights {d['weights_bytes']:,} B, "
+             f"arena {d['arena_bytes']:,} B (live-set lower bound {d['arena_lower_bound_bytes']:,} B)"]
+    header = f"{'#':>3}  {'op':<18} {'output shape':<18} {'MACs':>11}  {'mult/shift':<22} {'acc bound':<26} arena"
+    lines += [header, "-" * len(header)]
+    for k, s in enumerate(d["steps"]):
+        out = s["outputs"][0]
+        shape = "x".join(str(v) for v in s["shapes"][out]) + f" {s['dtypes'][out]}"
+        ms = ""
+        if s["multiplier"] is not None:
+            m, sh = s["multiplier"], s["shift"]
+            ms = f"{m}/{sh}" if isinstance(m, int) and isinstance(sh, int) else f"per-channel ({len(_listify(m))})"
+        acc = f"[{s['acc_bound'][0]}, {s['acc_bound'][1]}]" if s["acc_bound"] else ""
+        offs = s["arena_offset"].get(out)
+        arena = f"@{offs}" if offs is not None else "(io)"
+        lines.append(f"{k:>3}  {s['op']:<18} {shape:<18} {s['macs']:>11,}  {ms:<22} {acc:<26} {arena}")
+    for note in d["notes"]:
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+def _listify(v: Any) -> list:
+    return v if isinstance(v, list) else [v]

@@ -1,0 +1,89 @@
+"""Helpers to check one primitive (or a short chain) in generated C against its numpy reference.
+Used by the test-suite and handy when adding a primitive."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .codegen import generate, load_target
+from .compiler import check_schedule
+from .ir.dtypes import dtype
+from .ir.quant import QuantType
+from .plan.memory import plan_memory
+from .plan.ranges import analyse_ranges
+from .plan.schedule import CONST, INPUT, OUTPUT, Buffer, Schedule, Step
+from .verify import VerifyResult, get_runner, verify_schedule
+
+
+@dataclass
+class Var:
+    """A model input of the test schedule, random over [lo, hi] (default: the dtype range)."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    lo: int | None = None
+    hi: int | None = None
+
+
+@dataclass
+class Const:
+    values: np.ndarray
+    dtype: str
+
+
+def step_schedule(op: str, inputs: list[Var | Const], outputs: list[tuple[tuple[int, ...], str]],
+                  name: str = "t", **attrs: Any) -> Schedule:
+    """A schedule with a single step of `op`; its outputs are the model outputs."""
+    sched = Schedule(name)
+    in_names = []
+    for i, spec in enumerate(inputs):
+        bname = f"in{i}"
+        d = dtype(spec.dtype)
+        if isinstance(spec, Const):
+            sched.add_buffer(Buffer(bname, tuple(np.shape(spec.values)), d, CONST,
+                                    np.asarray(spec.values).astype(d.numpy)))
+        else:
+            quant = None
+            if not d.is_float and (spec.lo is not None or spec.hi is not None):
+                lo = d.min if spec.lo is None else spec.lo
+                hi = d.max if spec.hi is None else spec.hi
+                quant = QuantType.per_tensor(d, 1.0, 0, storage_min=lo, storage_max=hi)
+            sched.add_buffer(Buffer(bname, tuple(spec.shape), d, INPUT, quant=quant))
+            sched.inputs.append(bname)
+        in_names.append(bname)
+    out_names = []
+    for j, (shape, dt) in enumerate(outputs):
+        sched.add_buffer(Buffer(f"out{j}", tuple(shape), dtype(dt), OUTPUT))
+        out_names.append(f"out{j}")
+    sched.outputs = out_names
+    sched.steps.append(Step(op, in_names, out_names, attrs, source=f"test {op}"))
+    return sched
+
+
+def prepare(schedule: Schedule) -> Schedule:
+    check_schedule(schedule)
+    analyse_ranges(schedule)
+    plan_memory(schedule)
+    return schedule
+
+
+def c_vs_reference(schedule: Schedule, samples: int = 3, seed: int = 0, target: str = "generic",
+                   runner: str | None = None, extra_cflags: tuple[str, ...] = (),
+                   inputs: list[list[np.ndarray]] | None = None) -> VerifyResult:
+    """Plan (checks, ranges, memory), generate C, run it and compare with the reference."""
+    prepare(schedule)
+    tgt = load_target(target)
+    with tempfile.TemporaryDirectory(prefix="qc-test-") as tmp:
+        model = generate(schedule, Path(tmp), tgt, harness=True)
+        return verify_schedule(schedule, model, get_runner(tgt, runner, extra_cflags), samples=samples,
+                               seed=seed, inputs=inputs)
+
+
+def assert_bit_exact(schedule: Schedule, **kw: Any) -> None:
+    result = c_vs_reference(schedule, **kw)
+    assert result.bit_exact, f"{result.mismatches} mismatches; first: {result.first_mismatch}"
