@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .codegen import generate, load_target
+from .codegen import Target, generate, load_target
 from .compiler import check_schedule
 from .ir.dtypes import dtype
 from .ir.quant import QuantType
@@ -72,12 +72,12 @@ def prepare(schedule: Schedule) -> Schedule:
     return schedule
 
 
-def c_vs_reference(schedule: Schedule, samples: int = 3, seed: int = 0, target: str = "generic",
+def c_vs_reference(schedule: Schedule, samples: int = 3, seed: int = 0, target: str | Target = "generic",
                    runner: str | None = None, extra_cflags: tuple[str, ...] = (),
                    inputs: list[list[np.ndarray]] | None = None) -> VerifyResult:
     """Plan (checks, ranges, memory), generate C, run it and compare with the reference."""
     prepare(schedule)
-    tgt = load_target(target)
+    tgt = load_target(target) if isinstance(target, str) else target
     with tempfile.TemporaryDirectory(prefix="qc-test-") as tmp:
         model = generate(schedule, Path(tmp), tgt, harness=True)
         return verify_schedule(schedule, model, get_runner(tgt, runner, extra_cflags), samples=samples,

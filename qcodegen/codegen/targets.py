@@ -25,7 +25,7 @@ class Target:
 
     def template_dirs(self) -> list[Path]:
         root = data_path("templates")
-        dirs = [root / t for t in self.templates]
+        dirs = [Path(t) if Path(t).is_absolute() else root / t for t in self.templates]
         if "generic" not in self.templates:
             dirs.append(root / "generic")
         return dirs
