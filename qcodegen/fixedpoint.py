@@ -7,14 +7,14 @@ scale into a (multiplier, shift) pair, done in float64 exactly as MLIR's compute
 from __future__ import annotations
 
 import math
-from enum import Enum
+from enum import StrEnum
 
 import numpy as np
 
 from .errors import GraphError, PlanError
 
 
-class Rounding(str, Enum):
+class Rounding(StrEnum):
     SINGLE = "single_round"
     INEXACT = "inexact_round"  # TOSA EXT-INEXACTROUND; computed like SINGLE_ROUND (as the reference model)
     DOUBLE = "double_round"

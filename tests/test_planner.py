@@ -4,12 +4,12 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qcodegen.plan.memory import ALIGN, plan_memory
-from qcodegen.plan.schedule import INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
-from qcodegen.ir.dtypes import dtype
-from qcodegen.testing import assert_bit_exact
 from qcodegen.compiler import check_schedule
+from qcodegen.ir.dtypes import dtype
+from qcodegen.plan.memory import ALIGN, plan_memory
 from qcodegen.plan.ranges import analyse_ranges
+from qcodegen.plan.schedule import INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
+from qcodegen.testing import assert_bit_exact
 
 
 def rescale(src, dst, narrow):

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 
 from qcodegen.errors import GraphError
 from qcodegen.fixedpoint import Rounding, Unpredictable, apply_scale_32
-from qcodegen.testing import Var, assert_bit_exact, prepare, step_schedule
 from qcodegen.reference import run_reference
+from qcodegen.testing import Var, assert_bit_exact, prepare, step_schedule
 
 ROUNDINGS = ["single_round", "double_round", "half_even", "inexact_round"]
 
