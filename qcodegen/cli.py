@@ -69,8 +69,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    if args.against != "reference":
-        raise QcError(f"--against {args.against} is not available yet (available: reference)")
     if args.samples < 1:
         raise QcError("--samples must be at least 1")
     target = load_target(args.target)
@@ -80,19 +78,37 @@ def _verify(args: argparse.Namespace) -> int:
         if not args.json and total >= 20 and done % max(1, total // 10) == 0:
             print(f"  {done}/{total} samples", file=sys.stderr)
 
-    with tempfile.TemporaryDirectory(prefix="qc-verify-") as tmp:
-        model = generate(schedule, Path(tmp), target, harness=target.runner == "harness")
-        result = verify_schedule(schedule, model, get_runner(target), samples=args.samples, seed=args.seed,
-                                 progress=progress)
+    if args.against == "tosa-ref":
+        from .verify.tosa_oracle import verify_against_tosa
+        result = verify_against_tosa(schedule, samples=args.samples, seed=args.seed, progress=progress)
+        oracle = "the TOSA reference model (numpy reference of the schedule)"
+    else:
+        with tempfile.TemporaryDirectory(prefix="qc-verify-") as tmp:
+            model = generate(schedule, Path(tmp), target, harness=target.runner == "harness")
+            runner = get_runner(target)
+            if args.against == "reference":
+                result = verify_schedule(schedule, model, runner, samples=args.samples, seed=args.seed,
+                                         progress=progress)
+                oracle = "the numpy reference"
+            elif args.against == "tflm":
+                if Path(args.model).suffix.lower() != ".tflite":
+                    raise QcError("--against tflm needs a .tflite model")
+                from .verify.tflm_oracle import verify_against_tflm
+                result = verify_against_tflm(args.model, schedule, model, runner, samples=args.samples,
+                                             seed=args.seed)
+                oracle = "TFLite Micro"
+            else:
+                raise QcError(f"--against {args.against} is not available yet "
+                              "(available: reference, tosa-ref, tflm)")
     if args.json:
         print(json.dumps(result.as_json()))
     elif result.bit_exact:
-        print(f"bit-exact: {result.samples} samples, target {target.name}, 0 mismatches")
+        print(f"bit-exact against {oracle}: {result.samples} samples, target {target.name}, 0 mismatches")
     else:
         fm = result.first_mismatch or {}
-        print(f"MISMATCH: {result.mismatches} differing elements over {result.samples} samples; first at step "
-              f"{fm.get('step')} ({fm.get('source', '')}) tensor {fm.get('tensor')!r} index {fm.get('index')}: "
-              f"expected {fm.get('expected')}, got {fm.get('got')}")
+        print(f"MISMATCH against {oracle}: {result.mismatches} differing elements over {result.samples} samples; "
+              f"first at step {fm.get('step')} ({fm.get('source', '')}) tensor {fm.get('tensor')!r} index "
+              f"{fm.get('index')}: expected {fm.get('expected')}, got {fm.get('got')}")
     return EXIT_OK if result.bit_exact else EXIT_MISMATCH
 
 

@@ -16,7 +16,8 @@ from .errors import GraphError, PlanError
 
 class Rounding(StrEnum):
     SINGLE = "single_round"
-    INEXACT = "inexact_round"  # TOSA EXT-INEXACTROUND; computed like SINGLE_ROUND (as the reference model)
+    INEXACT = "inexact_round"  # TOSA EXT-INEXACTROUND: only an error bound is specified; qcodegen computes
+    # it exactly like SINGLE_ROUND (the reference model uses float32 here, which is within that bound)
     DOUBLE = "double_round"
     HALF_EVEN = "half_even"  # qcodegen extension (SEMANTICS §7), only for float-defined sources
 

@@ -77,6 +77,14 @@ def c_vs_reference(schedule: Schedule, samples: int = 3, seed: int = 0, target: 
                    inputs: list[list[np.ndarray]] | None = None) -> VerifyResult:
     """Plan (checks, ranges, memory), generate C, run it and compare with the reference."""
     prepare(schedule)
+    return verify_planned(schedule, samples, seed, target, runner, extra_cflags, inputs)
+
+
+def verify_planned(schedule: Schedule, samples: int = 3, seed: int = 0, target: str | Target = "generic",
+                   runner: str | None = None, extra_cflags: tuple[str, ...] = (),
+                   inputs: list[list[np.ndarray]] | None = None) -> VerifyResult:
+    """Generate C for an already planned schedule (e.g. from qcodegen.compiler.plan), run it and compare with
+    the reference (what `qcodegen verify` does)."""
     tgt = load_target(target) if isinstance(target, str) else target
     with tempfile.TemporaryDirectory(prefix="qc-test-") as tmp:
         model = generate(schedule, Path(tmp), tgt, harness=True)

@@ -54,4 +54,90 @@ QC_INLINE int32_t qc_i4_get(const uint8_t *p, int32_t i) {
 }
 QC_INLINE int32_t qc_u4_get(const uint8_t *p, int32_t i) { return (p[i >> 1] >> ((i & 1) * 4)) & 0xF; }
 
+/* float -> int64 rounding half to even, for |v| < 2^62 (callers clamp first; NaN must not reach it).
+ * Exact and independent of the FP rounding mode and of libm: v - trunc(v) is representable in float. */
+QC_INLINE int64_t qc_round_half_even_f32(float v) {
+  const int64_t t = (int64_t)v;
+  const float frac = v - (float)t;
+  if (frac > 0.5f || (frac == 0.5f && t % 2 != 0)) return t + 1;
+  if (frac < -0.5f || (frac == -0.5f && t % 2 != 0)) return t - 1;
+  return t;
+}
+
+/* gemmlowp fixed point as TFLite Micro uses it (numpy twin: qcodegen/tflm_fixedpoint.py). Q0 = Q0.31. */
+
+/* Two's complement wrap of an int64 to int32, without implementation-defined conversions. */
+QC_INLINE int32_t qc_wrap32(int64_t v) {
+  v &= (int64_t)0xFFFFFFFF;
+  return (int32_t)(v > INT32_MAX ? v - ((int64_t)1 << 32) : v);
+}
+
+/* SaturatingRoundingDoublingHighMul (VQRDMULH): 2ab / 2^32 with gemmlowp's nudge, truncating division. */
+QC_INLINE int32_t qc_srdhm32(int32_t a, int32_t b) {
+  const int64_t ab = (int64_t)a * b;
+  const int64_t nudge = ab >= 0 ? ((int64_t)1 << 30) : 1 - ((int64_t)1 << 30);
+  if (a == INT32_MIN && b == INT32_MIN) return INT32_MAX;
+  return (int32_t)((ab + nudge) / ((int64_t)1 << 31));
+}
+
+/* RoundingDivideByPOT: x / 2^e rounded to nearest, ties away from zero (0 <= e <= 62). */
+QC_INLINE int64_t qc_rdbpot64(int64_t x, int e) {
+  const int64_t mask = ((int64_t)1 << e) - 1;
+  const int64_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return qc_asr64(x, e) + ((x & mask) > threshold ? 1 : 0);
+}
+
+/* SaturatingRoundingMultiplyByPOT with a positive exponent: x * 2^e saturated to int32 (1 <= e <= 30). */
+QC_INLINE int32_t qc_sat_shl32(int32_t x, int e) {
+  const int32_t limit = (int32_t)(((int64_t)1 << (31 - e)) - 1);
+  if (x > limit) return INT32_MAX;
+  if (x < -limit) return INT32_MIN;
+  return (int32_t)((int64_t)x * ((int64_t)1 << e));
+}
+
+/* Leading zero bits of a non-zero 32-bit value. */
+QC_INLINE int qc_clz32(uint32_t x) {
+  int n = 0;
+  while (!(x & 0x80000000u)) {
+    x <<= 1;
+    ++n;
+  }
+  return n;
+}
+
+/* gemmlowp one_over_one_plus_x_for_x_in_0_1: 1 / (1 + a), a in Q0, three Newton-Raphson steps in Q2. */
+QC_INLINE int32_t qc_one_over_one_plus_x_q0(int32_t a) {
+  const int64_t sum = (int64_t)a + INT32_MAX;
+  const int32_t half_den = (int32_t)((sum + (sum >= 0 ? 1 : -1)) / 2);
+  int32_t x = qc_wrap32((int64_t)1515870810 + qc_srdhm32(half_den, -1010580540));
+  int k;
+  for (k = 0; k < 3; ++k) {
+    const int32_t one_minus = qc_wrap32(((int64_t)1 << 29) - qc_srdhm32(half_den, x));
+    x = qc_wrap32((int64_t)x + qc_sat_shl32(qc_srdhm32(x, one_minus), 2));
+  }
+  return qc_sat_shl32(x, 1);
+}
+
+/* TFLite's double-rounding MultiplyByQuantizedMultiplier of an int32 with exponent left - right (one of them 0):
+ * RDBPOT(SRDHM(x * 2^left, m), right), the product wrapping to int32 as in TFLite. */
+QC_INLINE int32_t qc_tflm_mbqm(int32_t x, int32_t m, int left, int right) {
+  return (int32_t)qc_rdbpot64(qc_srdhm32(qc_wrap32((int64_t)x * ((int64_t)1 << left)), m), right);
+}
+
+/* tflite::LUTLookup(int16): a 513-entry table with 7 fraction bits and a rounded slope term. */
+QC_INLINE int16_t qc_tflm_lut16(const int16_t *lut, int32_t v) {
+  const int32_t idx = 256 + qc_asr32(v, 7);
+  const int32_t base = lut[idx];
+  return (int16_t)(base + qc_asr32((lut[idx + 1] - base) * (v & 0x7F) + 64, 7));
+}
+
+/* tflite::GetReciprocal: 1 / x for x > 0 in Q(integer_digits), as a Q0 value in [1/2, 1) and the number of
+ * bits over unit. */
+QC_INLINE int32_t qc_tflm_reciprocal(int32_t x, int integer_digits, int *bits_over_unit) {
+  const int headroom_plus_one = qc_clz32((uint32_t)x);
+  const uint32_t shifted = ((uint32_t)x << headroom_plus_one) - 0x80000000u;
+  *bits_over_unit = integer_digits - headroom_plus_one;
+  return qc_one_over_one_plus_x_q0((int32_t)shifted);
+}
+
 #endif /* QC_RUNTIME_H */

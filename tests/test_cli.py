@@ -114,3 +114,14 @@ def test_entry_point_subprocess(model):
     proc = subprocess.run([sys.executable, "-m", "qcodegen", "inspect", str(model) + ".missing"],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_verify_against_tosa_reference_model(model, capsys):
+    pytest.importorskip("tosa_reference_model", reason="the TOSA reference model (tosa-tools) is not installed")
+    code, out, _ = run_cli(capsys, "verify", model, "--against", "tosa-ref", "--samples", 2, "--json")
+    assert code == 0 and json.loads(out)["bit_exact"] is True
+
+
+def test_verify_against_tflm_needs_tflite(model, capsys):
+    code, _, err = run_cli(capsys, "verify", model, "--against", "tflm")
+    assert code == 2 and ".tflite" in err

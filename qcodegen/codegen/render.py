@@ -202,7 +202,10 @@ def generate(schedule: Schedule, outdir: Path, target: Target, name: str | None 
             outputs=[(pointer(b), b.size * b.dtype.container_bytes) for b in io.outs],
         ))
 
+    consumed = {n for s in schedule.steps for n in s.inputs}
+    unused_inputs = [i for i, b in enumerate(api_in) if b.name not in consumed]
     ctx = dict(name=name, NAME=name.upper(), schedule=schedule, steps=steps, inputs=api_in, outputs=api_out,
+               unused_inputs=unused_inputs,
                consts=const_arrays, arena_size=schedule.arena_size, c_names=c_names, target=target)
     files = {
         f"{name}.h": "model.h.j2",

@@ -18,4 +18,7 @@ def load_model(path: str | Path) -> Graph:
     if suffix == ".json":
         from .json_graph import load_json
         return load_json(path)
-    raise QcError(f"{path}: unknown model format {suffix or '(no extension)'!r} (supported: .json)")
+    if suffix == ".tflite":
+        from .tflite import load_tflite
+        return load_tflite(path)
+    raise QcError(f"{path}: unknown model format {suffix or '(no extension)'!r} (supported: .json, .tflite)")

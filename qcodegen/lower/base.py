@@ -118,14 +118,17 @@ class Lowerer:
         return step
 
     def rescale(self, src: str, dst: str, scale: float | np.ndarray, input_zp: int = 0, output_zp: int = 0,
-                axis: int = -1, rounding: Rounding | None = None, **extra: Any) -> Step:
-        """Emit a RESCALE by a real scale (scalar, or one per channel along `axis`)."""
+                axis: int = -1, rounding: Rounding | None = None, scale32: bool = True, **extra: Any) -> Step:
+        """Emit a RESCALE by a real scale (scalar, or one per channel along `axis`).
+
+        scale32=False (needed for i48 inputs) uses 16-bit multipliers and TOSA's only 16-bit rounding,
+        SINGLE_ROUND, whatever the graph's rescale_rounding option says."""
         scales = np.atleast_1d(np.asarray(scale, np.float64))
-        pairs = [quantize_multiplier(float(s)) for s in scales]
+        pairs = [quantize_multiplier(float(s), bits=32 if scale32 else 16) for s in scales]
+        mode = (rounding or self.rounding) if scale32 else Rounding.SINGLE
         return self.emit("RESCALE", [src], [dst], multiplier=[m for m, _ in pairs], shift=[s for _, s in pairs],
-                         input_zp=int(input_zp), output_zp=int(output_zp), scale32=True,
-                         rounding=(rounding or self.rounding).value, per_channel=np.ndim(scale) > 0,
-                         axis=axis, **extra)
+                         input_zp=int(input_zp), output_zp=int(output_zp), scale32=scale32,
+                         rounding=mode.value, per_channel=np.ndim(scale) > 0, axis=axis, **extra)
 
 
 def lower_graph(graph: Graph) -> Schedule:

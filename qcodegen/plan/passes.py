@@ -18,3 +18,6 @@ def schedule_pass(fn: Pass) -> Pass:
 def run_passes(schedule: Schedule) -> None:
     for p in PASSES:
         p(schedule)
+
+
+from . import fold  # noqa: E402,F401  (registers the folding passes)

@@ -1,0 +1,42 @@
+"""quantize (f32 -> q) and dequantize (q -> f32): one QUANTIZE / DEQUANTIZE step, per tensor or per axis."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir.graph import Op
+from ..ir.quant import QuantType
+from .base import Lowerer, rule
+
+
+def _quant_attrs(lw: Lowerer, q: QuantType, name: str) -> dict[str, Any]:
+    if q.kind == "per_tensor":
+        return {"scale": q.scale, "zero_point": q.zero_point}
+    if q.kind == "per_axis":
+        return {"scale": [float(s) for s in q.scales], "zero_point": [int(z) for z in q.zero_points],
+                "axis": int(q.axis)}
+    raise lw.error(f"tensor {name!r}: {q.kind} quantization is not supported here (per tensor or per axis)")
+
+
+def _operands(lw: Lowerer, float_side: str) -> tuple[str, str]:
+    x, y = lw.tensor_in(0), lw.tensor_out(0)
+    f = x if float_side == "input" else y
+    if f.dtype.name != "f32":
+        raise lw.error(f"{float_side} {f.name!r} must be f32, got {f.dtype}")
+    if x.shape != y.shape:
+        raise lw.error(f"output shape {list(y.shape)} differs from input shape {list(x.shape)}")
+    return x.name, y.name
+
+
+@rule("quantize")
+def lower_quantize(lw: Lowerer, op: Op) -> None:
+    src, dst = _operands(lw, "input")
+    q = lw.quant_out(0, per_tensor=False)
+    lw.emit("QUANTIZE", [src], [dst], qmin=q.storage_min, qmax=q.storage_max, **_quant_attrs(lw, q, dst))
+
+
+@rule("dequantize")
+def lower_dequantize(lw: Lowerer, op: Op) -> None:
+    src, dst = _operands(lw, "output")
+    q = lw.quant_in(0, per_tensor=False)
+    lw.emit("DEQUANTIZE", [src], [dst], **_quant_attrs(lw, q, src))

@@ -1,0 +1,175 @@
+"""QUANTIZE (f32 -> integer) and DEQUANTIZE (integer -> f32): qcodegen primitives with the semantics of
+SEMANTICS §7 (StableHLO uniform_quantize / uniform_dequantize, MLIR quant.qcast / quant.dcast).
+
+QUANTIZE:   v = x / scale (f32 division); v = v + f32(zero_point) (f32 addition); clamp to
+            [f32(qmin), f32(qmax)] with NaN -> qmin; round half to even; convert (then clamp to
+            [qmin, qmax] in integers, which only matters for i32 bounds that f32 rounds outward).
+DEQUANTIZE: f32(q - zero_point) * scale, the subtraction exact in integers, then one f32 multiply.
+
+Scales and zero points are per tensor, or per axis (lists along `axis`). The numpy reference computes in
+float32 one IEEE operation at a time; the C does the same operations with float variables and is built
+with -ffp-contract=off. Bit-exactness assumes IEEE binary32 with FLT_EVAL_METHOD == 0 (SSE, AArch64, Arm
+FPU / soft-float; not x87), round-to-nearest for the division, addition and multiplication, and
+|q - zero_point| < 2^53 (exact int64 -> float32 conversion through double in numpy).
+The C rounds with qc_round_half_even_f32 (exact, rounding-mode independent, no libm); the reference uses
+np.rint, the definition.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.dtypes import F32
+from ..plan.schedule import StepIO
+from .base import Primitive, Ranges, register, require
+from .elementwise import c_literal
+from .reduce import axis_split
+
+_INT_TYPES = ("i4", "u4", "i8", "u8", "i16", "u16", "i32")
+
+
+class _QuantParams(Primitive):
+    """attrs: scale (float, or list along `axis`), zero_point (int, or list), axis (with list scales)."""
+
+    def infer_shapes(self, io: StepIO) -> list[tuple[int, ...]]:
+        return [io.ins[0].shape]
+
+    @staticmethod
+    def per_axis(io: StepIO) -> bool:
+        return np.ndim(io.attrs["scale"]) == 1
+
+    def axis(self, io: StepIO) -> int:
+        rank = len(io.ins[0].shape)
+        return int(io.attrs.get("axis", -1)) % rank if self.per_axis(io) else rank
+
+    def params(self, io: StepIO) -> tuple[np.ndarray, np.ndarray]:
+        """float32 scales and int64 zero points, one per channel (one entry when per tensor)."""
+        scale = np.atleast_1d(np.asarray(io.attrs["scale"], np.float64)).astype(np.float32)
+        zp = np.broadcast_to(np.asarray(io.attrs["zero_point"], np.int64), scale.shape)
+        return scale, zp
+
+    def view(self, io: StepIO, values: np.ndarray) -> np.ndarray:
+        """Per-channel values shaped to broadcast against the data."""
+        if not self.per_axis(io):
+            return values.reshape(())
+        shape = [1] * len(io.ins[0].shape)
+        shape[self.axis(io)] = values.size
+        return values.reshape(shape)
+
+    def check_params(self, io: StepIO, storage_lo: int, storage_hi: int) -> None:
+        a = io.attrs
+        require(np.ndim(a["scale"]) <= 1, f"{self.name}: scale must be a number or a list")
+        if self.per_axis(io):
+            rank = len(io.ins[0].shape)
+            axis = int(a.get("axis", -1))
+            require(-rank <= axis < rank, f"{self.name}: axis {axis} out of range for rank {rank}")
+            n = io.ins[0].shape[axis % rank]
+            require(len(a["scale"]) == n, f"{self.name}: {len(a['scale'])} scales for axis {axis} of size {n}")
+            require(np.ndim(a["zero_point"]) == 0 or len(a["zero_point"]) == n,
+                    f"{self.name}: {np.size(a['zero_point'])} zero points for {n} scales")
+        else:
+            require(np.ndim(a["zero_point"]) == 0, f"{self.name}: a list of zero points needs a list of scales")
+        scale, zp = self.params(io)
+        require(bool(np.all(np.isfinite(scale) & (scale > 0))),
+                f"{self.name}: every scale must be finite and > 0 in float32, got {a['scale']}")
+        require(bool(np.all((zp >= storage_lo) & (zp <= storage_hi))),
+                f"{self.name}: zero point {a['zero_point']} outside [{storage_lo}, {storage_hi}]")
+
+    def template_context(self, io: StepIO) -> dict:
+        scale, zp = self.params(io)
+        geometry = axis_split(io.ins[0].shape, self.axis(io)) if self.per_axis(io) else {}
+        return dict(geometry, per_axis=self.per_axis(io), size=io.ins[0].size, scale=c_literal(scale[0], F32),
+                    zp=int(zp[0]))
+
+
+@register
+class Quantize(_QuantParams):
+    """f32 -> integer. attrs: scale, zero_point, axis, qmin, qmax (storage range, inside the output type;
+    e.g. [-8, 7] for 4-bit data in i8)."""
+
+    name = "QUANTIZE"
+
+    @staticmethod
+    def storage(io: StepIO) -> tuple[int, int]:
+        require("qmin" in io.attrs and "qmax" in io.attrs, "QUANTIZE: attributes qmin and qmax are required")
+        return int(io.attrs["qmin"]), int(io.attrs["qmax"])
+
+    def check(self, io: StepIO) -> None:
+        super().check(io)
+        x, y = io.ins[0].dtype, io.outs[0].dtype
+        require(x.name == "f32", f"QUANTIZE: input type must be f32, got {x}")
+        require(y.name in _INT_TYPES, f"QUANTIZE: output type {y} is not one of {list(_INT_TYPES)}")
+        qmin, qmax = self.storage(io)
+        require(y.min <= qmin <= qmax <= y.max, f"QUANTIZE: [qmin, qmax] = [{qmin}, {qmax}] is empty or "
+                                                f"outside the {y} range")
+        self.check_params(io, qmin, qmax)
+
+    def float_bounds(self, io: StepIO) -> tuple[np.float32, np.float32]:
+        qmin, qmax = self.storage(io)
+        return np.float32(qmin), np.float32(qmax)
+
+    def reference(self, io: StepIO, args: list[np.ndarray]) -> list[np.ndarray]:
+        scale, zp = self.params(io)
+        lo, hi = self.float_bounds(io)
+        qmin, qmax = self.storage(io)
+        x = args[0].astype(np.float32)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            v = x / self.view(io, scale)
+            v = v + self.view(io, zp.astype(np.float32))
+            v = np.where(v >= lo, v, lo)  # NaN -> qmin
+            v = np.where(v > hi, hi, v)
+            r = np.rint(v).astype(np.int64)
+        return [np.clip(r, qmin, qmax)]
+
+    def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
+        return Ranges([self.storage(io)])
+
+    def constants(self, io: StepIO) -> dict[str, np.ndarray]:
+        if not self.per_axis(io):
+            return {}
+        scale, zp = self.params(io)
+        return {"scale": scale, "zero_point": zp.astype(np.float32)}
+
+    def template_context(self, io: StepIO) -> dict:
+        lo, hi = self.float_bounds(io)
+        qmin, qmax = self.storage(io)
+        _, zp = self.params(io)
+        return dict(super().template_context(io), lo=c_literal(lo, F32), hi=c_literal(hi, F32),
+                    zp_f32=c_literal(np.float32(zp[0]), F32), qmin=qmin, qmax=qmax,
+                    int_clamp=float(lo) < qmin or float(hi) > qmax)
+
+
+@register
+class Dequantize(_QuantParams):
+    """integer -> f32. attrs: scale, zero_point, axis."""
+
+    name = "DEQUANTIZE"
+
+    def check(self, io: StepIO) -> None:
+        super().check(io)
+        x, y = io.ins[0].dtype, io.outs[0].dtype
+        require(x.name in _INT_TYPES, f"DEQUANTIZE: input type {x} is not one of {list(_INT_TYPES)}")
+        require(y.name == "f32", f"DEQUANTIZE: output type must be f32, got {y}")
+        self.check_params(io, x.min, x.max)
+
+    def reference(self, io: StepIO, args: list[np.ndarray]) -> list[np.ndarray]:
+        scale, zp = self.params(io)
+        diff = args[0].astype(np.int64) - self.view(io, zp)
+        with np.errstate(over="ignore"):
+            return [diff.astype(np.float32) * self.view(io, scale)]
+
+    def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
+        return Ranges([(0, 0)])  # not tracked for float buffers
+
+    def constants(self, io: StepIO) -> dict[str, np.ndarray]:
+        if not self.per_axis(io):
+            return {}
+        scale, zp = self.params(io)
+        return {"scale": scale, "zero_point": zp.astype(np.int32)}
+
+    def template_context(self, io: StepIO) -> dict:
+        x = io.ins[0].dtype
+        _, zp = self.params(io)
+        fits = x.bits <= 16 or not np.any(zp)  # q - zp fits int32
+        return dict(super().template_context(io), diff_type="int32_t" if fits else "int64_t")
+
