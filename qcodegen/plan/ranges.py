@@ -6,6 +6,7 @@ when an accumulator could leave its type. Inputs are bounded by their quantized 
 from __future__ import annotations
 
 from .. import primitives
+from ..errors import PlanError
 from .schedule import CONST, Schedule
 
 
@@ -20,10 +21,14 @@ def analyse_ranges(schedule: Schedule) -> None:
             buf.value_range = (buf.quant.storage_min, buf.quant.storage_max)
         else:
             buf.value_range = (buf.dtype.min, buf.dtype.max)
-    for step in schedule.steps:
+    for k, step in enumerate(schedule.steps):
         io = schedule.io(step)
         in_ranges = [b.value_range if b.value_range is not None else (0, 0) for b in io.ins]
-        result = primitives.get(step.op).value_ranges(io, in_ranges)
+        try:
+            result = primitives.get(step.op).value_ranges(io, in_ranges)
+        except PlanError as exc:
+            where = f" ({step.source})" if step.source else ""
+            raise type(exc)(f"step {k}{where}: {exc}") from None
         for buf, rng in zip(io.outs, result.outputs, strict=True):
             if not buf.dtype.is_float:
                 buf.value_range = (int(rng[0]), int(rng[1]))
