@@ -68,9 +68,26 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _verify_golden(args: argparse.Namespace) -> int:
+    """The check ops of a StableHLO test program, evaluated on the C of each of its functions."""
+    from .verify.golden import verify_golden
+    result, functions = verify_golden(args.model, args.target)
+    if args.json:
+        print(json.dumps(result.as_json()))
+    else:
+        for f in functions:
+            print(f.describe())
+        counts = result.extra["summary"]
+        print(f"{counts['functions']} function(s): {counts['pass']} pass, {counts['fail']} fail, "
+              f"{counts['error']} error, {counts['skip']} skipped (not quantized)")
+    return EXIT_OK if result.bit_exact else EXIT_MISMATCH
+
+
 def _verify(args: argparse.Namespace) -> int:
     if args.samples < 1:
         raise QcError("--samples must be at least 1")
+    if args.against == "golden":
+        return _verify_golden(args)
     target = load_target(args.target)
     schedule = _schedule(args.model)
 
@@ -99,7 +116,7 @@ def _verify(args: argparse.Namespace) -> int:
                 oracle = "TFLite Micro"
             else:
                 raise QcError(f"--against {args.against} is not available yet "
-                              "(available: reference, tosa-ref, tflm)")
+                              "(available: reference, tosa-ref, tflm, golden)")
     if args.json:
         print(json.dumps(result.as_json()))
     elif result.bit_exact:

@@ -47,6 +47,13 @@ QC_INLINE int32_t qc_scale16(int64_t v, int16_t m, int s) {
 QC_INLINE int64_t qc_clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
 QC_INLINE int32_t qc_clamp32(int32_t v, int32_t lo, int32_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
+/* The low `bits` bits of u (1 <= bits <= 32) read as a two's complement number (TOSA truncate<iN>). */
+QC_INLINE int32_t qc_sext_bits(uint32_t u, int bits) {
+  const uint32_t sign = (uint32_t)1 << (bits - 1);
+  const uint32_t low = bits == 32 ? u : u & ((sign << 1) - 1u);
+  return (int32_t)((int64_t)(low ^ sign) - (int64_t)sign);
+}
+
 /* Packed 4-bit constants: two per byte, low nibble first. */
 QC_INLINE int32_t qc_i4_get(const uint8_t *p, int32_t i) {
   int32_t nib = (p[i >> 1] >> ((i & 1) * 4)) & 0xF;

@@ -110,8 +110,9 @@ class _Importer:
         if not 0 <= index < len(self.tensors):
             raise self.fail(f"tensor index {index} out of range ({len(self.tensors)} tensors)")
         t = self.tensors[index]
-        base = _text(t.name) if t.name else f"t{index}"
-        name = base if base not in self.graph.tensors else f"{base}_{index}"
+        base = name = _text(t.name) if t.name else f"t{index}"
+        while name in self.graph.tensors:  # TFLite names need not be unique
+            name = f"{base}_{index}" if name == base else f"{name}_"
         type_name = self.type_names.get(t.type, str(t.type))
         if type_name not in _TYPES:
             raise UnsupportedError(f"{self.where}: tensor {name!r} has type {type_name}, which qcodegen does not "
@@ -179,7 +180,22 @@ class _Importer:
             return f"tfl.custom.{_text(oc.customCode)}"
         return f"tfl.{name.lower()}"
 
+    def check_types(self) -> None:
+        """All operators that touch tensors of unsupported types, in one error."""
+        bad = {}
+        for op in self.sg.operators or []:
+            for j in list(op.inputs if op.inputs is not None else []) + list(op.outputs or []):
+                if 0 <= j < len(self.tensors):
+                    type_name = self.type_names.get(self.tensors[j].type, str(self.tensors[j].type))
+                    if type_name not in _TYPES:
+                        bad.setdefault(self.kind(op), set()).add(type_name)
+        if bad:
+            listed = ", ".join(f"{kind} ({'/'.join(sorted(types))})" for kind, types in sorted(bad.items()))
+            raise UnsupportedError(f"{self.where}: unsupported tensor types in operators: {listed} (supported: "
+                                   f"{', '.join(_TYPES)})")
+
     def build(self) -> Graph:
+        self.check_types()
         for i, op in enumerate(self.sg.operators or []):
             inputs = list(op.inputs if op.inputs is not None else [])
             while inputs and inputs[-1] < 0:  # absent trailing optional inputs (e.g. no bias)
@@ -194,6 +210,9 @@ class _Importer:
                                      name=outs[0] if outs else f"#{i}"))
         self.graph.inputs = [self.tensor(j) for j in (self.sg.inputs if self.sg.inputs is not None else [])]
         self.graph.outputs = [self.tensor(j) for j in (self.sg.outputs if self.sg.outputs is not None else [])]
+        for what, names in (("input", self.graph.inputs), ("output", self.graph.outputs)):
+            if len(set(names)) != len(names):
+                raise self.fail(f"a tensor is listed twice as a model {what}: {names}")
         _fold_constants(self.graph)
         _reject_float(self.graph, self.where)
         return self.graph

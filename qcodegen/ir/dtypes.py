@@ -1,4 +1,5 @@
-"""Element types. i48 exists only as an accumulator; i4/u4 are stored packed in constant data."""
+"""Element types. i48 exists only as an accumulator; i4/u4 are stored packed in constant data; bool (TOSA BOOL,
+MLIR i1) is one byte holding 0 or 1."""
 
 from __future__ import annotations
 
@@ -53,14 +54,15 @@ class DType:
 
 
 _NUMPY = {
-    "i4": "int8", "u4": "uint8", "i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16",
+    "bool": "bool", "i4": "int8", "u4": "uint8", "i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16",
     "i32": "int32", "i48": "int64", "i64": "int64", "f32": "float32",
 }
 _CTYPE = {
-    "i4": "int8_t", "u4": "uint8_t", "i8": "int8_t", "u8": "uint8_t", "i16": "int16_t", "u16": "uint16_t",
-    "i32": "int32_t", "i48": "int64_t", "i64": "int64_t", "f32": "float",
+    "bool": "uint8_t", "i4": "int8_t", "u4": "uint8_t", "i8": "int8_t", "u8": "uint8_t", "i16": "int16_t",
+    "u16": "uint16_t", "i32": "int32_t", "i48": "int64_t", "i64": "int64_t", "f32": "float",
 }
 
+BOOL = DType("bool", 1, False)
 I4 = DType("i4", 4, True)
 U4 = DType("u4", 4, False)
 I8 = DType("i8", 8, True)
@@ -72,7 +74,8 @@ I48 = DType("i48", 48, True)
 I64 = DType("i64", 64, True)
 F32 = DType("f32", 32, True, is_float=True)
 
-DTYPES: dict[str, DType] = {d.name: d for d in (I4, U4, I8, U8, I16, U16, I32, I48, I64, F32)}
+DTYPES: dict[str, DType] = {d.name: d for d in (BOOL, I4, U4, I8, U8, I16, U16, I32, I48, I64, F32)}
+DTYPES["i1"] = BOOL  # MLIR spelling
 
 
 def dtype(name: str | DType) -> DType:

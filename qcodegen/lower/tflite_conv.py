@@ -7,7 +7,8 @@ Multipliers: QuantizeMultiplier((double)s_in * (double)s_w[c] / (double)s_out), 
 (PopulateConvolutionQuantizationParams). The TFLM source's per-tensor FULLY_CONNECTED forms s_in * s_w in
 float32 (GetQuantizedConvolutionMultipler), but the tflite-micro oracle matches the double product (checked
 with scales where the two multipliers give different outputs), so every op uses the double product.
-Conv kernels ignore the filter zero point; per-tensor FULLY_CONNECTED subtracts it.
+Conv kernels ignore the filter zero point; per-tensor FULLY_CONNECTED subtracts it. A CONV_2D whose filters are
+shallower than the input (groups) becomes one CONV2D + RESCALE per group on a SLICE of the channels, then CONCAT.
 
 16x8 (int16 activations): DEPTHWISE_CONV_2D and TRANSPOSE_CONV accumulate in int64 and use the 64-bit
 MultiplyByQuantizedMultiplier (16-bit multiplier, RESCALE scale32=False); CONV_2D and FULLY_CONNECTED do the
@@ -84,24 +85,24 @@ def _int32_accumulation(lw: Lowerer, c: _Conv) -> bool:
     return lw.attr("quantized_bias_type", "FLOAT32") == "INT32"
 
 
-def _bias(lw: Lowerer, c: _Conv, acc_type: str) -> str:
+def _bias_values(lw: Lowerer, c: _Conv) -> np.ndarray:
+    """The bias per output channel (zeros without one)."""
     b = c.bias
     if b is None:
-        return lw.const(f"{c.y.name}_nobias", np.zeros(1, np.int64), acc_type)
+        return np.zeros(c.channels, np.int64)
     allowed = ("i32",) if c.x.dtype.bits == 8 else ("i16", "i32", "i64")
     if not b.is_const or b.dtype.name not in allowed or b.shape != (c.channels,):
         raise lw.error(f"bias {b.name!r} must be a constant {'/'.join(allowed)} tensor of shape [{c.channels}], "
                        f"got {b.dtype} {list(b.shape)}")
-    return b.name if b.dtype.name == acc_type else lw.const(f"{b.name}_{acc_type}", b.data.astype(np.int64),
-                                                             acc_type)
+    return b.data.astype(np.int64)
 
 
-def _accumulate(lw: Lowerer, c: _Conv, prim: str, x_name: str, w_name: str, shape: tuple[int, ...],
-                wide: bool, **attrs: object) -> str:
+def _accumulate(lw: Lowerer, c: _Conv, prim: str, x_name: str, w_name: str, bias: np.ndarray,
+                shape: tuple[int, ...], wide: bool, **attrs: object) -> str:
     acc_type = "i48" if c.x.dtype.bits == 16 else "i32"
     acc = lw.temp(f"{c.y.name}_acc", shape, acc_type)
-    input_zp = c.x.quant.zero_point
-    lw.emit(prim, [x_name, w_name, _bias(lw, c, acc_type)], [acc], input_zp=input_zp, acc_type=acc_type, **attrs)
+    lw.emit(prim, [x_name, w_name, lw.const(f"{c.y.name}_bias", bias, acc_type)], [acc],
+            input_zp=c.x.quant.zero_point, acc_type=acc_type, **attrs)
     if acc_type == "i48" and not wide:  # TFLM's int32 accumulator: narrow exactly (scale 1.0 = (2^14, 14))
         narrow = lw.temp(f"{c.y.name}_acc32", shape, "i32")
         lw.emit("RESCALE", [acc], [narrow], multiplier=[1 << 14], shift=[14], input_zp=0, output_zp=0,
@@ -110,12 +111,42 @@ def _accumulate(lw: Lowerer, c: _Conv, prim: str, x_name: str, w_name: str, shap
     return acc
 
 
-def _requantize(lw: Lowerer, c: _Conv, acc: str, pairs: list[Pair], wide: bool) -> None:
+def _requantize(lw: Lowerer, c: _Conv, acc: str, out: str, pairs: list[Pair], wide: bool) -> None:
+    """acc -> out (the output, or a part of it of the accumulator's shape)."""
     shape = lw.schedule.buffers[acc].shape
-    out = c.y.name if shape == c.y.shape else lw.temp(f"{c.y.name}_q", shape, c.y.dtype)
-    emit_mbqm(lw, acc, out, pairs, output_zp=c.y.quant.zero_point, bounds=fused_bounds(lw, c.y), wide=wide)
-    if out != c.y.name:
-        lw.emit("RESHAPE", [out], [c.y.name], shape=list(c.y.shape))
+    target = out if shape == lw.buffer(out).shape else lw.temp(f"{c.y.name}_q", shape, c.y.dtype)
+    emit_mbqm(lw, acc, target, pairs, output_zp=c.y.quant.zero_point, bounds=fused_bounds(lw, c.y), wide=wide)
+    if target != out:
+        lw.emit("RESHAPE", [target], [out], shape=list(lw.buffer(out).shape))
+
+
+def _conv_groups(lw: Lowerer, c: _Conv, x_name: str, attrs: dict[str, object]) -> None:
+    """CONV_2D whose filters read in_channels / groups channels (TFLM's grouped convolution): one CONV2D and
+    RESCALE per group on its slice of the input channels, then CONCAT of the outputs."""
+    n, h, w, channels = lw.schedule.buffers[x_name].shape
+    depth = c.w.shape[3]
+    groups = channels // depth
+    per_group = c.channels // groups if groups and channels % depth == 0 else 0
+    if per_group * groups != c.channels or groups * depth != channels:
+        raise lw.error(f"filters of depth {depth} do not divide the {channels} input channels and {c.channels} "
+                       f"filters into groups")
+    wide = not _int32_accumulation(lw, c)
+    pairs, bias = _channel_pairs(lw, c), _bias_values(lw, c)
+    if groups == 1:
+        acc = _accumulate(lw, c, "CONV2D", x_name, c.w.name, bias, c.y.shape, wide, **attrs)
+        _requantize(lw, c, acc, c.y.name, pairs, wide)
+        return
+    parts = []
+    for g in range(groups):
+        xg = lw.temp(f"{x_name}_g{g}", (n, h, w, depth), c.x.dtype)
+        lw.emit("SLICE", [x_name], [xg], start=[0, 0, 0, g * depth], size=[n, h, w, depth])
+        band = slice(g * per_group, (g + 1) * per_group)
+        wg = lw.const(f"{c.w.name}_g{g}", c.w.data[band], c.w.dtype)
+        shape = (*c.y.shape[:3], per_group)
+        acc = _accumulate(lw, c, "CONV2D", xg, wg, bias[band], shape, wide, **attrs)
+        parts.append(lw.temp(f"{c.y.name}_g{g}", shape, c.y.dtype))
+        _requantize(lw, c, acc, parts[-1], pairs[band], wide)
+    lw.emit("CONCAT", parts, [c.y.name], axis=3)
 
 
 def _window_conv(lw: Lowerer, op: Op, depthwise: bool) -> None:
@@ -132,21 +163,17 @@ def _window_conv(lw: Lowerer, op: Op, depthwise: bool) -> None:
     c = _Conv(x, w, rest[0] if rest else None, y, channels, 3 if depthwise else 0)
     attrs = dict(pad=list(win.pad), stride=list(win.stride), dilation=list(win.dilation), weight_zp=0)
     x_name = crop_input(lw, x.name, win)
-    if depthwise:
-        m = channels // x.shape[3]
-        if w.shape[0] != 1 or channels != x.shape[3] * m or lw.attr("depth_multiplier", m) != m:
-            raise lw.error(f"weights {list(w.shape)} do not fit {x.shape[3]} input channels with depth_multiplier "
-                           f"{lw.attr('depth_multiplier', m)}")
-        w_name = lw.const(f"{w.name}_hwcm", w.data.reshape(kh, kw, x.shape[3], m), w.dtype)
-        wide = x.dtype.bits == 16
-        acc = _accumulate(lw, c, "DEPTHWISE_CONV2D", x_name, w_name, y.shape, wide, **attrs)
-    else:
-        if w.shape[3] != x.shape[3]:
-            raise UnsupportedError(f"{lw.label}: grouped convolution ({x.shape[3]} input channels, filters of "
-                                   f"depth {w.shape[3]}) is not supported")
-        wide = not _int32_accumulation(lw, c)
-        acc = _accumulate(lw, c, "CONV2D", x_name, w.name, y.shape, wide, **attrs)
-    _requantize(lw, c, acc, _channel_pairs(lw, c), wide)
+    if not depthwise:
+        _conv_groups(lw, c, x_name, attrs)
+        return
+    m = channels // x.shape[3]
+    if w.shape[0] != 1 or channels != x.shape[3] * m or lw.attr("depth_multiplier", m) != m:
+        raise lw.error(f"weights {list(w.shape)} do not fit {x.shape[3]} input channels with depth_multiplier "
+                       f"{lw.attr('depth_multiplier', m)}")
+    w_name = lw.const(f"{w.name}_hwcm", w.data.reshape(kh, kw, x.shape[3], m), w.dtype)
+    wide = x.dtype.bits == 16  # TFLM's 16x8 depthwise always accumulates in int64
+    acc = _accumulate(lw, c, "DEPTHWISE_CONV2D", x_name, w_name, _bias_values(lw, c), y.shape, wide, **attrs)
+    _requantize(lw, c, acc, y.name, _channel_pairs(lw, c), wide)
 
 
 @rule("tfl.conv_2d")
@@ -180,9 +207,9 @@ def lower_fully_connected(lw: Lowerer, op: Op) -> None:
     x4 = reshape(lw, x.name, (batches, 1, 1, depth))
     w4 = lw.const(f"{w.name}_o11k", w.data.reshape(units, 1, 1, depth), w.dtype)
     wide = not _int32_accumulation(lw, c)
-    acc = _accumulate(lw, c, "CONV2D", x4, w4, (batches, 1, 1, units), wide, pad=[0, 0, 0, 0], stride=[1, 1],
-                      dilation=[1, 1], weight_zp=weight_zp)
-    _requantize(lw, c, acc, pairs, wide)
+    acc = _accumulate(lw, c, "CONV2D", x4, w4, _bias_values(lw, c), (batches, 1, 1, units), wide,
+                      pad=[0, 0, 0, 0], stride=[1, 1], dilation=[1, 1], weight_zp=weight_zp)
+    _requantize(lw, c, acc, y.name, pairs, wide)
 
 
 def _transpose_pad(out_size: int, in_size: int, kernel: int, stride: int, padding: str) -> tuple[int, int]:
@@ -215,6 +242,6 @@ def lower_transpose_conv(lw: Lowerer, op: Op) -> None:
                                                    padding) for i in (0, 1))
     c = _Conv(x, w, rest[0] if rest else None, y, w.shape[0], 0)
     wide = x.dtype.bits == 16
-    acc = _accumulate(lw, c, "TRANSPOSE_CONV2D", x.name, w.name, y.shape, wide, out_pad=[top, bottom, left, right],
-                      stride=list(stride), weight_zp=0)
-    _requantize(lw, c, acc, _channel_pairs(lw, c), wide)
+    acc = _accumulate(lw, c, "TRANSPOSE_CONV2D", x.name, w.name, _bias_values(lw, c), y.shape, wide,
+                      out_pad=[top, bottom, left, right], stride=list(stride), weight_zp=0)
+    _requantize(lw, c, acc, y.name, _channel_pairs(lw, c), wide)

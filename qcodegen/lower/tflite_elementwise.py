@@ -66,7 +66,7 @@ def _add_sub_pairs(lw: Lowerer, a: Tensor, b: Tensor, y: Tensor, left_shift: int
     """add_common.cc: the real multipliers in double from twice the larger (float32) input scale. (The
     sub_common.cc of the TFLM source tree forms them in float32, but the tflite-micro oracle's SUB matches
     the double arithmetic: the seanet SUB goldens differ by one LSB with the float32 multipliers.)"""
-    sa, sb, so = (float(f32(t.quant.scale)) for t in (a, b, y))
+    sa, sb, so = (float(t.quant.scale) for t in (a, b, y))  # the files' float32 values, exactly
     twice_max = 2 * max(sa, sb)
     reals = [sa / twice_max, sb / twice_max, twice_max / ((1 << left_shift) * so)]
     try:
@@ -152,25 +152,20 @@ def lower_quantize(lw: Lowerer, op: Op) -> None:
     if x.dtype.bits == 32 and qx.zero_point != 0:
         raise UnsupportedError(f"{lw.label}: int32 input with zero point {qx.zero_point} is not supported")
     pair = quantize_multiplier(float(qx.scale) / float(qy.scale))
-    src = x.name
-    if x.dtype.bits < 32:
-        bound = max(x.dtype.max - qx.zero_point, qx.zero_point - x.dtype.min)
-    else:
-        bound = 1 << 31
-    emit_mbqm(lw, src, y.name, [pair], input_zp=qx.zero_point, output_zp=qy.zero_point, value_bound=bound)
+    bound = max(x.dtype.max - qx.zero_point, qx.zero_point - x.dtype.min)
+    emit_mbqm(lw, x.name, y.name, [pair], input_zp=qx.zero_point, output_zp=qy.zero_point, value_bound=bound)
 
 
 def _quantize_float(lw: Lowerer, x: Tensor, y: Tensor) -> None:
     """AffineQuantize: TfLiteRound(x / scale) in float32, + zp in integers, clamped to the type. QUANTIZE rounds
-    without the zero point into a wide integer (saturating far outside the type), a RESCALE adds it."""
+    without the zero point into i32, saturating at the type limits minus zp, and a RESCALE adds it."""
     q = y.quant
     if y.dtype.bits == 32:
         raise UnsupportedError(f"{lw.label}: float to int32 quantization is not supported")
-    reach = 1 << (y.dtype.bits + 1)
-    wide = lw.temp(f"{y.name}_round", y.shape, "i32")
-    lw.emit("QUANTIZE", [x.name], [wide], scale=float(q.scale), zero_point=0, qmin=-reach, qmax=reach,
-            rounding="half_away_from_zero")
-    lw.emit("RESCALE", [wide], [y.name], multiplier=[1 << 30], shift=[30], input_zp=0, output_zp=q.zero_point,
+    rounded = lw.temp(f"{y.name}_round", y.shape, "i32")
+    lw.emit("QUANTIZE", [x.name], [rounded], scale=float(q.scale), zero_point=0, qmin=y.dtype.min - q.zero_point,
+            qmax=y.dtype.max - q.zero_point, rounding="half_away_from_zero")
+    lw.emit("RESCALE", [rounded], [y.name], multiplier=[1 << 30], shift=[30], input_zp=0, output_zp=q.zero_point,
             scale32=True, rounding="single_round", per_channel=False, axis=-1)
 
 

@@ -141,28 +141,38 @@ def emit_mbqm(lw: Lowerer, src: str, dst: str, pairs: list[Pair], input_zp: int 
     (16-bit multipliers, i48 input).
 
     value_bound (|x - input_zp| can reach it): when TOSA's value REQUIRE of a shift <= 31 (TFLite exponent
-    s >= 0) could fail, MBQM is computed as MUL(x, m, shift 31 - s) instead (TFLite's single rounding for
-    s >= 0, no REQUIRE on x), then + output_zp, CLAMP and CAST."""
+    s >= 0: |x| < 2^(30 - s)) could fail, MBQM is computed as MUL(x, m, shift 31 - s) instead (TFLite's single
+    rounding for s >= 0, no REQUIRE on x), then + output_zp, CLAMP and CAST."""
+    if value_bound is not None and len(pairs) == 1 and not wide and pairs[0][0] and pairs[0][1] >= 0 and \
+            value_bound >= 1 << (30 - pairs[0][1]):
+        return _mbqm_by_mul(lw, src, dst, pairs[0], input_zp, output_zp, bounds)
     tosa = [tosa_scale16(p) if wide else tosa_scale32(p) for p in pairs]
-    lo, hi = bounds if bounds is not None else (None, None)
-    if value_bound is not None and len(tosa) == 1 and not wide and tosa[0][1] <= 31 and \
-            value_bound >= 1 << (tosa[0][1] - 1):
-        return _mbqm_by_mul(lw, src, dst, tosa[0], input_zp, output_zp, bounds)
-    extra: dict[str, Any] = {} if bounds is None else dict(out_min=int(lo), out_max=int(hi))
+    extra: dict[str, Any] = {} if bounds is None else dict(out_min=int(bounds[0]), out_max=int(bounds[1]))
     return lw.emit("RESCALE", [src], [dst], multiplier=[m for m, _ in tosa], shift=[s for _, s in tosa],
                    input_zp=int(input_zp), output_zp=int(output_zp), scale32=not wide,
                    rounding=(Rounding.SINGLE if wide else Rounding.DOUBLE).value, per_channel=len(pairs) > 1,
                    axis=-1, **extra)
 
 
-def _mbqm_by_mul(lw: Lowerer, src: str, dst: str, tosa: tuple[int, int], input_zp: int, output_zp: int,
+def _mbqm_by_mul(lw: Lowerer, src: str, dst: str, pair: Pair, input_zp: int, output_zp: int,
                  bounds: tuple[int, int] | None) -> Step:
+    """MBQM for exponent s >= 0 (single rounding): TOSA MUL(x, m) with shift 31 - s, in i32."""
+    m, s = pair
+    if s > 31:
+        raise UnsupportedError(f"{lw.label}: TFLite multiplier exponent {s} overflows int32")
     buf, out = lw.schedule.buffers[src], lw.buffer(dst)
-    if buf.dtype.name != "i32" or input_zp != 0:
-        raise lw.error(f"cannot requantize {buf.dtype} data with zero point {input_zp} at this scale")
     ones = (1,) * len(buf.shape)
+    if input_zp:  # x - zp in i32, exactly: scale 1.0 = (2^30, 30) with |x - zp| < 2^29
+        wide = lw.temp(f"{src}_i32", buf.shape, "i32")
+        lw.emit("RESCALE", [src], [wide], multiplier=[1 << 30], shift=[30], input_zp=int(input_zp), output_zp=0,
+                scale32=True, rounding=Rounding.SINGLE.value, per_channel=False, axis=-1)
+        src = wide
+    elif buf.dtype.name != "i32":
+        wide = lw.temp(f"{src}_i32", buf.shape, "i32")
+        lw.emit("CAST", [src], [wide])
+        src = wide
     scaled = lw.temp(f"{dst}_mbqm", buf.shape, "i32")
-    lw.emit("MUL", [src, lw.const(f"{dst}_m", np.full(ones, tosa[0]), "i32")], [scaled], shift=tosa[1])
+    lw.emit("MUL", [src, lw.const(f"{dst}_m", np.full(ones, m), "i32")], [scaled], shift=31 - s)
     if output_zp:
         shifted = lw.temp(f"{dst}_zp", buf.shape, "i32")
         lw.emit("ADD", [scaled, lw.const(f"{dst}_ozp", np.full(ones, output_zp), "i32")], [shifted])

@@ -90,6 +90,8 @@ class Rescale(Primitive):
             view = [1] * v.ndim
             view[channel_axis] = m.size
             m, s = m.reshape(view), s.reshape(view)
+        else:  # one scale: scalars keep the value's shape (rank 0 included)
+            m, s = m.reshape(-1)[0], s.reshape(-1)[0]
         if p["scale32"]:
             r = apply_scale_32(v, m, s, p["rounding"])
         else:

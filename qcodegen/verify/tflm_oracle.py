@@ -76,9 +76,10 @@ def verify_against_tflm(path: str | Path, schedule: Schedule, model: GeneratedMo
         got, _ = runner.run(model, batch)
         for j, name in enumerate(schedule.outputs):
             w, g = want[j], got[j]
-            if w.size != g.size:
-                raise QcError(f"output {j} ({name!r}): TFLM gives {list(w.shape)}, the C {list(g.shape)}")
-            diff = np.flatnonzero(_bits(w.astype(g.dtype)).reshape(-1) != _bits(g).reshape(-1))
+            if w.size != g.size or w.dtype != g.dtype:
+                raise QcError(f"output {j} ({name!r}): TFLM gives {w.dtype} {list(w.shape)}, the C {g.dtype} "
+                              f"{list(g.shape)}")
+            diff = np.flatnonzero(_bits(w).reshape(-1) != _bits(g).reshape(-1))
             mismatches += int(diff.size)
             if diff.size and first is None:
                 i = int(diff[0])
@@ -206,4 +207,5 @@ def single_op_model(opcode: str, inputs: list[TensorSpec | None], outputs: list[
                     **options: Any) -> bytes:
     """A model with one operator; its non-constant inputs are the model inputs."""
     op = OpSpec(opcode, inputs, outputs, options)
-    return build_model([op], [t for t in inputs if t is not None and t.data is None], outputs)
+    model_inputs = list({id(t): t for t in inputs if t is not None and t.data is None}.values())
+    return build_model([op], model_inputs, outputs)

@@ -1,0 +1,1 @@
+"""Running external conformance suites against qcodegen (tosa_sut: the TOSA conformance suite)."""

@@ -1,0 +1,155 @@
+"""qcodegen as a system under test of the TOSA conformance suite.
+
+    tosa_verif_run_tests -r -t <tests> --sut-module qcodegen.conformance.tosa_sut \\
+        [--sut-module-args qcodegen.conformance.tosa_sut:target=generic]
+
+For each test folder (desc.json + test.tosa + input .npy files) the runner compiles the graph to C for the target
+(default generic), builds it, runs it on the test's inputs and writes every output under the name desc.json gives
+(`ofm_file`); the test runner then moves the files aside and, for compliance tests, checks them with tosa_verify
+against the reference model's results.
+
+Graph result codes:
+- TOSA_ERROR: qcodegen rejected the graph (GraphError: a TOSA ERROR_IF, or an invalid graph), before any C exists.
+- TOSA_UNPREDICTABLE: a TOSA REQUIRE fails, decided at plan time (e.g. a RESCALE shift outside [2, 62]) or by
+  qcodegen's numpy reference on the test's data (e.g. an i32 ADD that overflows).
+- OTHER_ERROR: everything else (an unsupported operator or type, an accumulator the planner cannot prove safe,
+  a build failure); the message says which.
+
+Value ranges: TOSA tensors carry no value ranges, while qcodegen's planner proves that no intermediate overflows
+for the declared range of each input. With `ranges=data` (the default) the SUT declares each integer input's range
+as that of the test's data, so raw i32 operands (e.g. ADD inputs in [-2^30, 2^30)) are accepted when the
+arithmetic on that range cannot overflow; `ranges=type` declares the full element-type range (what a deployed
+model gets) and rejects such graphs with OTHER_ERROR.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+import threading
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..codegen import generate, load_target
+from ..compiler import plan
+from ..errors import GraphError, QcError
+from ..fixedpoint import Unpredictable
+from ..frontends.tosa import load_tosa
+from ..ir.graph import Graph
+from ..ir.quant import QuantType
+from ..reference import run_reference
+from ..verify import get_runner
+
+try:
+    from runner.tosa_test_runner import TosaTestRunner
+except ImportError as _exc:
+    raise ImportError("qcodegen.conformance.tosa_sut needs tosa-tools: pip install 'qcodegen[tosa]'") from _exc
+
+Outcome = TosaTestRunner.TosaGraphResult
+
+
+@dataclass
+class Options:
+    target: str = "generic"
+    ranges: str = "data"  # "data": input ranges of the test's data; "type": full element-type ranges
+
+    @classmethod
+    def parse(cls, args: list[str]) -> Options:
+        """`--sut-module-args qcodegen.conformance.tosa_sut:key=value` items (a bare value names the target)."""
+        options = cls()
+        for item in args:
+            key, _, value = item.partition("=")
+            if not value:
+                key, value = "target", key
+            if key not in ("target", "ranges") or (key == "ranges" and value not in ("data", "type")):
+                raise QcError(f"tosa_sut: unknown argument {item!r} (use target=<name>, ranges=data|type)")
+            setattr(options, key, value)
+        return options
+
+
+_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _build_lock(model_dir: Path) -> threading.Lock:
+    """One lock per generated C text: tosa_verif_run_tests runs tests in threads, and tests that differ only in
+    their data generate the same C, which the compile cache must not build twice at once."""
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(model_dir.glob("*.c")))).hexdigest()
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(digest, threading.Lock())
+
+
+def _load_inputs(test_dir: Path, desc: dict[str, Any], graph: Graph) -> list[np.ndarray]:
+    """The test's input arrays in the graph's input order, converted to the graph's element types."""
+    files = dict(zip(desc["ifm_name"], desc["ifm_file"], strict=True))
+    arrays = []
+    for name in graph.inputs:
+        if name not in files:
+            raise GraphError(f"graph input {name!r} has no data file in desc.json")
+        t = graph.tensors[name]
+        arr = np.load(test_dir / files[name], allow_pickle=False)
+        if arr.shape != t.shape:
+            raise GraphError(f"input {name!r}: data of shape {list(arr.shape)} for a tensor of shape "
+                             f"{list(t.shape)}")
+        if not t.dtype.is_float and arr.size and (arr.min() < t.dtype.min or arr.max() > t.dtype.max):
+            raise GraphError(f"input {name!r}: values outside {t.dtype}")
+        arrays.append(arr.astype(t.dtype.numpy))
+    return arrays
+
+
+def _write_outputs(test_dir: Path, desc: dict[str, Any], names: list[str], outputs: list[np.ndarray]) -> None:
+    files = dict(zip(desc["ofm_name"], desc["ofm_file"], strict=True))
+    for name, arr in zip(names, outputs, strict=True):
+        if name not in files:
+            raise QcError(f"graph output {name!r} has no result file in desc.json")
+        np.save(test_dir / files[name], arr)
+
+
+def _declare_ranges(graph: Graph, inputs: list[np.ndarray]) -> None:
+    for name, arr in zip(graph.inputs, inputs, strict=True):
+        t = graph.tensors[name]
+        if not t.dtype.is_float and t.dtype.name != "bool" and arr.size:
+            lo, hi = int(arr.min()), int(arr.max())  # (scale and zero point are unused by TOSA operators)
+            t.quant = QuantType.per_tensor(t.dtype, 1.0, min(max(0, lo), hi), storage_min=lo, storage_max=hi)
+
+
+def run_test(test_dir: Path, desc: dict[str, Any], options: Options | None = None) -> tuple[Outcome, str | None]:
+    """Compile and run one conformance test; on TOSA_VALID its outputs are written as desc.json names them."""
+    options = options or Options()
+    try:
+        graph = load_tosa(test_dir / desc["tosa_file"])
+        inputs = _load_inputs(test_dir, desc, graph)
+        if options.ranges == "data":
+            _declare_ranges(graph, inputs)
+        schedule = plan(graph)
+        run_reference(schedule, inputs)  # data-dependent TOSA REQUIREs
+        target = load_target(options.target)
+        with tempfile.TemporaryDirectory(prefix="qc-tosa-sut-") as tmp:
+            model = generate(schedule, Path(tmp), target, harness=target.runner == "harness")
+            with _build_lock(Path(tmp)):
+                outputs, _ = get_runner(target).run(model, inputs)
+        _write_outputs(test_dir, desc, schedule.outputs, outputs)
+    except GraphError as exc:
+        return Outcome.TOSA_ERROR, str(exc)
+    except Unpredictable as exc:
+        return Outcome.TOSA_UNPREDICTABLE, str(exc)
+    except QcError as exc:
+        return Outcome.OTHER_ERROR, f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # a qcodegen bug: report it on the test instead of stopping the whole run
+        return Outcome.OTHER_ERROR, "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return Outcome.TOSA_VALID, None
+
+
+class TosaSUTRunner(TosaTestRunner):
+    """The SUT class tosa_verif_run_tests loads (`--sut-module qcodegen.conformance.tosa_sut`)."""
+
+    def __init__(self, args: Any, runner_args: list[str], test_dir: Path) -> None:
+        super().__init__(args, runner_args, test_dir)
+        self.options = Options.parse(runner_args)
+
+    def runTestGraph(self) -> tuple[Any, str | None]:  # noqa: N802  (the runner's interface)
+        return run_test(Path(self.testDirPath), self.testDesc, self.options)
