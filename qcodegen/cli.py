@@ -19,6 +19,7 @@ from .plan.schedule import Schedule
 from .reference.executor import check_inputs
 from .report import inspect_dict, inspect_text
 from .verify import get_runner, verify_schedule
+from .verify.runners import cannot_count, unavailable
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE = 0, 1, 2
 
@@ -102,7 +103,7 @@ def _verify(args: argparse.Namespace) -> int:
     else:
         with tempfile.TemporaryDirectory(prefix="qc-verify-") as tmp:
             model = generate(schedule, Path(tmp), target, harness=target.runner == "harness")
-            runner = get_runner(target)
+            runner = get_runner(target, measure=True)
             if args.against == "reference":
                 result = verify_schedule(schedule, model, runner, samples=args.samples, seed=args.seed,
                                          progress=progress)
@@ -117,10 +118,13 @@ def _verify(args: argparse.Namespace) -> int:
             else:
                 raise QcError(f"--against {args.against} is not available yet "
                               "(available: reference, tosa-ref, tflm, golden)")
+            result.extra.update(runner.measurements(model))
     if args.json:
         print(json.dumps(result.as_json()))
     elif result.bit_exact:
         print(f"bit-exact against {oracle}: {result.samples} samples, target {target.name}, 0 mismatches")
+        if result.extra:
+            print(", ".join(f"{k}: {v}" for k, v in result.extra.items()))
     else:
         fm = result.first_mismatch or {}
         print(f"MISMATCH against {oracle}: {result.mismatches} differing elements over {result.samples} samples; "
@@ -139,10 +143,17 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _targets(args: argparse.Namespace) -> int:
-    for t in list_targets():
-        missing = t.missing_tools()
-        status = "ready" if not missing else f"missing {', '.join(missing)}"
-        print(f"{t.name:<16} {status:<28} {t.description}")
+    """One line per target: ready (can be built and run here), with or without instruction counts, or why not."""
+    for t in sorted(list_targets(), key=lambda t: t.name != "generic"):  # the default target first
+        reason = unavailable(t)
+        if reason:
+            status = f"unavailable: {reason}"
+        elif t.runner == "host":
+            status = "ready"
+        else:
+            no_count = cannot_count(t)
+            status = "ready, counts instructions" if no_count is None else f"ready, no counts ({no_count})"
+        print(f"{t.name:<16} {status:<36} {t.description}")
     return EXIT_OK
 
 

@@ -76,7 +76,7 @@ def inspect_text(schedule: Schedule) -> str:
             ms = f"{m}/{sh}" if isinstance(m, int) and isinstance(sh, int) else f"per-channel ({len(_listify(m))})"
         acc = f"[{s['acc_bound'][0]}, {s['acc_bound'][1]}]" if s["acc_bound"] else ""
         offs = s["arena_offset"].get(out)
-        arena = f"@{offs}" if offs is not None else "(io)"
+        arena = f"@{offs}" if offs is not None else ("(fused)" if out in s["arena_offset"] else "(io)")
         lines.append(f"{k:>3}  {s['op']:<18} {shape:<18} {s['macs']:>11,}  {ms:<22} {acc:<26} {arena}")
     for note in d["notes"]:
         lines.append(f"note: {note}")

@@ -30,6 +30,12 @@ QC_INLINE int32_t qc_scale32_double(int32_t v, int32_t m, int s) {
   return (int32_t)qc_asr64((int64_t)v * m + round, s);
 }
 
+/* qc_scale32_double for a shift s > 31 (the usual TFLite case), without a branch on s. */
+QC_INLINE int32_t qc_scale32_double_gt31(int32_t v, int32_t m, int s) {
+  const int64_t round = ((int64_t)1 << (s - 1)) + ((int64_t)1 << 30) - (v < 0 ? ((int64_t)1 << 31) : 0);
+  return (int32_t)qc_asr64((int64_t)v * m + round, s);
+}
+
 /* qcodegen extension: v * m / 2^s rounded half to even (float-defined sources, SEMANTICS §7). */
 QC_INLINE int32_t qc_scale32_half_even(int32_t v, int32_t m, int s) {
   int64_t p = (int64_t)v * m;

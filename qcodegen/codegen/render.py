@@ -14,6 +14,7 @@ import numpy as np
 from .. import primitives
 from ..errors import QcError
 from ..ir.dtypes import DType
+from ..plan.fuse import execution_order
 from ..plan.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule
 from ..resources import data_path
 from .targets import Target
@@ -145,6 +146,22 @@ def _environment(target: Target) -> jinja2.Environment:
     return env
 
 
+def _harness_files(env: jinja2.Environment, target: Target, ctx: dict, outdir: Path) -> list[Path]:
+    """The target's extra harness files (start-up code, linker script, ...): `<file>.j2` rendered from the
+    target's template path, or else `<file>` copied from runtime/."""
+    written = []
+    for fname in target.extra.get("harness_files", ()):
+        path = outdir / fname
+        try:
+            path.write_text(env.get_template(fname + ".j2").render(**ctx))
+        except jinja2.TemplateNotFound as exc:
+            if exc.name != fname + ".j2":
+                raise
+            shutil.copyfile(data_path("runtime") / fname, path)
+        written.append(path)
+    return written
+
+
 def generate(schedule: Schedule, outdir: Path, target: Target, name: str | None = None,
              harness: bool = False) -> GeneratedModel:
     name = c_identifier(name or schedule.name)
@@ -180,7 +197,7 @@ def generate(schedule: Schedule, outdir: Path, target: Target, name: str | None 
         return c_names[buf.name]
 
     steps = []
-    for k, step in enumerate(schedule.steps):
+    for k, step in execution_order(schedule):  # fused groups (qcodegen/plan/fuse.py) as one step
         prim = primitives.get(step.op)
         io = schedule.io(step)
         consts = {}
@@ -223,6 +240,8 @@ def generate(schedule: Schedule, outdir: Path, target: Target, name: str | None 
     runtime = data_path("runtime") / "qc_runtime.h"
     shutil.copyfile(runtime, outdir / runtime.name)
     written.append(outdir / runtime.name)
+    if harness:
+        written += _harness_files(env, target, ctx, outdir)
     return GeneratedModel(name, outdir, written, api_in, api_out, schedule.arena_size,
                           [s["fn"] for s in steps])
 

@@ -16,11 +16,11 @@ them).
 Constants (SEMANTICS §7). Test programs take no arguments: constants feed the computation. A constant that feeds
 the program's data path -- the operand of a `uniform_quantize` (float -> quantized), `bitcast_convert` or
 `quant.scast` (storage -> quantized), or `quant.qcast` whose result is not only used as convolution / dot_general
-weights (the rhs, possibly through data movement) -- becomes a model input, so the generated C really computes;
-its value is kept in `Program.feeds`. Every other op whose inputs are all constant is folded at plan time (numpy,
-with the reference interpreter's float32 arithmetic: qcodegen/lower/stablehlo_semantics.py): weights are quantized
-and transposed, index computations are evaluated, float computations on constants are done once. Integer
-constants that are not data (gather indices, reduction init values, pad values) stay constants.
+weights (the rhs, possibly through data movement) and is not sub-channel quantized -- becomes a model input, so the
+generated C really computes; its value is kept in `Program.feeds`. Every other op whose inputs are all constant is
+folded at plan time (numpy, with the reference interpreter's float32 arithmetic: qcodegen/lower/stablehlo_semantics.py):
+weights are quantized and transposed, index computations are evaluated, float computations on constants are done
+once. Integer constants that are not data (gather indices, reduction init values, pad values) stay constants.
 """
 
 from __future__ import annotations
@@ -116,16 +116,15 @@ def functions(path: str | Path) -> list[Function]:
 
 
 def dialect_of(fns: list[Function], path: str | Path) -> str:
-    """"stablehlo" or "tosa" from the dialects of the ops; QcError for a mix or neither."""
-    found = {op.name.split(".", 1)[0] for fn in fns for op in _walk(fn.func.operations)} - {"func"}
-    kinds = {"stablehlo" if d in STABLEHLO_DIALECTS else "tosa" if d == "tosa" else d for d in found}
-    if kinds == {"stablehlo"} or kinds == {"tosa"}:
-        return kinds.pop()
-    if not kinds:
-        raise QcError(f"{path}: no StableHLO or TOSA operations")
-    if kinds >= {"stablehlo", "tosa"}:
+    """"stablehlo" or "tosa" from the dialects of the ops (other dialects are left to the front end); QcError for a
+    mix of the two or neither."""
+    found = {op.name.split(".", 1)[0] for fn in fns for op in _walk(fn.func.operations)}
+    stablehlo, tosa = bool(found & STABLEHLO_DIALECTS), "tosa" in found
+    if stablehlo and tosa:
         raise QcError(f"{path}: mixes StableHLO and TOSA operations; a .mlir model must use one of them")
-    raise UnsupportedError(f"{path}: unsupported dialect(s): {', '.join(sorted(kinds - {'stablehlo', 'tosa'}))}")
+    if stablehlo or tosa:
+        return "stablehlo" if stablehlo else "tosa"
+    raise QcError(f"{path}: no StableHLO or TOSA operations")
 
 
 # ------------------------------------------------------------------------------------------ conversion
@@ -308,12 +307,12 @@ def convert(fn: Function) -> Program:
 
 
 def _broadcast_in_dim(x: np.ndarray, dims: list[int], shape: tuple[int, ...]) -> np.ndarray:
+    """Operand dimension i becomes result dimension dims[i]; the others are broadcast."""
     order = sorted(range(len(dims)), key=lambda i: dims[i])
-    x = np.transpose(x, order)
     view = [1] * len(shape)
     for i in order:
-        view[dims[i]] = x.shape[order.index(i)]
-    return np.broadcast_to(x.reshape(view), shape).copy()
+        view[dims[i]] = x.shape[i]
+    return np.broadcast_to(np.transpose(x, order).reshape(view), shape).copy()
 
 
 def _convert_values(x: np.ndarray, src: Tensor, dst: Tensor) -> np.ndarray:
@@ -321,10 +320,12 @@ def _convert_values(x: np.ndarray, src: Tensor, dst: Tensor) -> np.ndarray:
         return x.astype(np.float32)
     if src.dtype.is_float:
         return sem.to_storage(x, dst.dtype)
-    return wrap_to(x.astype(np.int64), dst.dtype) if dst.dtype.name != "bool" else x != 0
+    if dst.dtype.name == "bool":
+        return x != 0
+    return x.astype(np.int64) if dst.dtype.bits == 64 else wrap_to(x.astype(np.int64), dst.dtype)
 
 
-def _fold_quantize(op: Op, x: np.ndarray, src: Tensor, dst: Tensor) -> np.ndarray:
+def _fold_quantize(x: np.ndarray, src: Tensor, dst: Tensor) -> np.ndarray:
     if src.quant is None:
         return sem.quantize(x, dst.quant)
     return sem.requantize(x, src.quant, dst.quant)
@@ -332,8 +333,8 @@ def _fold_quantize(op: Op, x: np.ndarray, src: Tensor, dst: Tensor) -> np.ndarra
 
 Folder = Callable[[Op, list[np.ndarray], list[Tensor], list[Tensor]], np.ndarray]
 _FOLDERS: dict[str, Folder] = {
-    "stablehlo.uniform_quantize": lambda op, a, i, o: _fold_quantize(op, a[0], i[0], o[0]),
-    "quant.qcast": lambda op, a, i, o: _fold_quantize(op, a[0], i[0], o[0]),
+    "stablehlo.uniform_quantize": lambda op, a, i, o: _fold_quantize(a[0], i[0], o[0]),
+    "quant.qcast": lambda op, a, i, o: _fold_quantize(a[0], i[0], o[0]),
     "stablehlo.uniform_dequantize": lambda op, a, i, o: sem.dequantize(a[0], i[0].quant),
     "quant.dcast": lambda op, a, i, o: sem.dequantize(a[0], i[0].quant),
     "stablehlo.bitcast_convert": lambda op, a, i, o: a[0],
@@ -353,23 +354,33 @@ _FOLDERS: dict[str, Folder] = {
 }
 
 
+_INT_OPS: dict[str, Callable[..., np.ndarray]] = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.minimum,
+    "negate": np.negative, "abs": np.abs}
+
+
 def _fold_elementwise(op: Op, args: list[np.ndarray], ins: list[Tensor], outs: list[Tensor]) -> np.ndarray | None:
-    """Non-quantized float32 element-wise ops on constants (the interpreter's arithmetic)."""
+    """Non-quantized element-wise ops on constants: float32 with the interpreter's arithmetic, integers with
+    two's complement wrap-around."""
     short = op.kind.split(".", 1)[1]
-    if any(t.quant is not None or not t.dtype.is_float for t in ins + outs):
+    if any(t.quant is not None for t in ins + outs):
         return None
-    if short in sem.UNARY and len(args) == 1:
-        return sem.UNARY[short](args[0])
-    if short in sem.BINARY and len(args) == 2:
-        with np.errstate(all="ignore"):
-            return np.asarray(sem.BINARY[short](args[0], args[1]), np.float32)
+    if all(t.dtype.is_float for t in ins + outs):
+        if short in sem.UNARY and len(args) == 1:
+            return sem.UNARY[short](args[0])
+        if short in sem.BINARY and len(args) == 2:
+            with np.errstate(all="ignore"):
+                return np.asarray(sem.BINARY[short](args[0], args[1]), np.float32)
+    elif not any(t.dtype.is_float or t.dtype.name == "bool" for t in ins + outs) and short in _INT_OPS:
+        exact = _INT_OPS[short](*(a.astype(np.int64) for a in args))  # int64 itself wraps around
+        return exact if outs[0].dtype.bits == 64 else wrap_to(exact, outs[0].dtype)
     return None
 
 
 def _fold_op(graph: Graph, op: Op) -> bool:
     ins = [graph.tensors[n] for n in op.inputs]
     outs = [graph.tensors[n] for n in op.outputs]
-    if len(outs) != 1 or not all(t.is_const for t in ins) or op.kind == "stablehlo.iota" and ins:
+    if len(outs) != 1 or not all(t.is_const for t in ins):
         return False
     folder = _FOLDERS.get(op.kind)
     args = [t.data for t in ins]
@@ -416,7 +427,7 @@ def _is_feed(graph: Graph, op: Op) -> bool:
     if op.kind not in _FEED_OPS or len(op.inputs) != 1:
         return False
     src, dst = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    return src.is_const and src.quant is None and dst.quant is not None
+    return src.is_const and src.quant is None and dst.quant is not None and dst.quant.kind != "sub_channel"
 
 
 def finalize(program: Program, outputs: list[str]) -> Program:

@@ -224,11 +224,11 @@ def _same_quantization(v: OpView, src: TensorT, dst: TensorT) -> None:
 
 def _verify_transpose(v: OpView) -> None:
     src, dst = v.operands[0], v.results[0]
-    _same_quantization(v, src, dst)
     perm = v.ints("permutation")
-    if dst.per_axis and perm and perm[dst.element.axis] != src.element.axis:
+    if src.per_axis and dst.per_axis and dst.element.axis < len(perm) and perm[dst.element.axis] != src.element.axis:
         raise v.fail(f"operand quantization_dimension {src.element.axis} is not same as "
                      f"permutation[{dst.element.axis}] = {perm[dst.element.axis]}")
+    _same_quantization(v, src, dst)
 
 
 def _verify_reshape(v: OpView) -> None:

@@ -84,8 +84,10 @@ def _dim(where: str, args: list[Shape], attrs: dict[str, Any], tensors: list[Ten
 
 
 def _slice_shape(where: str, args: list[Shape], attrs: dict[str, Any], tensors: list[Tensor]) -> Shape:
-    if len(args) != 1 or len(tensors) != 2 or not all(t.is_const and t.size == 1 for t in tensors):
-        raise UnsupportedError(f"{where}: needs a shape and constant one-element start and size")
+    if not all(t.dtype.name == "i32" and t.shape == (1,) for t in tensors):
+        raise GraphError(f"{where}: start and size must be i32 tensors of shape [1]")
+    if not all(t.is_const for t in tensors):
+        raise UnsupportedError(f"{where}: start and size must be constants")
     shape = args[0]
     start, size = (int(t.data.reshape(-1)[0]) for t in tensors)
     if size <= 0 or start < 0 or start + size > len(shape):
@@ -127,12 +129,20 @@ SHAPE_OPS: dict[str, Callable[[str, list[Shape], dict[str, Any], list[Tensor]], 
 }
 
 
+# operand signature of the shape operators: (shape operands (None: one or more), tensor operands, outputs)
+_SHAPE_SIGNATURES = {"DIM": (0, 1, 1), "SLICE_SHAPE": (1, 2, 1), "CONCAT_SHAPE": (None, 0, 1),
+                     "ASSERT_EQUAL_SHAPE": (2, 0, 0), "EXP2_SHAPE": (1, 0, 1), "LOG2_FLOOR_SHAPE": (1, 0, 1),
+                     "LOG2_CEIL_SHAPE": (1, 0, 1)}
+
+
 class TosaGraphBuilder:
     """Assembles a Graph from TOSA tensors, shape values and operators, in program order."""
 
     def __init__(self, name: str) -> None:
         self.graph = Graph(name)
         self.shapes: dict[str, Shape | None] = {}  # shape values; None until the operator computing it is read
+        self.shape_ranks: dict[str, int] = {}  # declared length of each shape value
+        self.unsupported: dict[str, str] = {}  # tensors of element types qcodegen cannot hold: why
         self.shape_only: set[str] = set()  # tensors read by shape operators (DIM) for their shape
 
     def add_tensor(self, t: Tensor) -> None:
@@ -140,29 +150,49 @@ class TosaGraphBuilder:
             raise GraphError(f"tensor {t.name!r} is declared twice")
         self.graph.tensors[t.name] = t
 
-    def add_shape(self, name: str, values: Shape | None) -> None:
+    def add_shape(self, name: str, rank: int, values: Shape | None) -> None:
         if name in self.graph.tensors or name in self.shapes:
             raise GraphError(f"shape {name!r} is declared twice")
+        self.shape_ranks[name] = rank
+        self.set_shape(name, values, f"shape {name!r}")
+
+    def set_shape(self, name: str, values: Shape | None, where: str) -> None:
+        if values is not None and len(values) != self.shape_ranks[name]:
+            raise GraphError(f"{where}: a shape of length {len(values)} for {name!r}, declared of length "
+                             f"{self.shape_ranks[name]}")
         self.shapes[name] = None if values is None else [int(v) for v in values]
+
+    def add_unsupported(self, name: str, reason: str) -> None:
+        """A tensor of an element type qcodegen does not support: an error only if an operator uses it."""
+        self.unsupported[name] = reason
 
     def add_op(self, kind: str, inputs: list[str], outputs: list[str], attrs: dict[str, Any], where: str) -> None:
         """Operator `kind` (TOSA name, upper case); `where` names it in messages."""
         for n in inputs + outputs:
-            if n not in self.graph.tensors and n not in self.shapes:
+            if n not in self.graph.tensors and n not in self.shapes and n not in self.unsupported:
                 raise GraphError(f"{where}: {n!r} is not a tensor of the graph")
         if kind in CONSTANT_OPS:
-            if inputs or len(outputs) != 1 or not self.known(outputs[0]):
+            if inputs or len(outputs) != 1 or not (outputs[0] in self.unsupported or self.known(outputs[0])):
                 raise GraphError(f"{where}: needs no inputs and one output holding its value")
             return
+        odd = [n for n in inputs + outputs if n in self.unsupported]
+        if odd and kind in SHAPE_OPS:
+            raise GraphError(f"{where}: operand {odd[0]!r} of a shape operator is not a shape value")
+        if odd:
+            raise UnsupportedError(self.unsupported[odd[0]])
         shape_args = [self.shape_value(n, where) for n in inputs if n in self.shapes]
         tensor_args = [n for n in inputs if n not in self.shapes]
         if kind in SHAPE_OPS:
-            if len(outputs) > 1 or any(n not in self.shapes for n in outputs):
-                raise GraphError(f"{where}: a shape operator must produce one shape")
+            n_shapes, n_tensors, n_outputs = _SHAPE_SIGNATURES.get(kind, (2, 0, 1))
+            if (n_shapes is not None and len(shape_args) != n_shapes) or len(tensor_args) != n_tensors \
+                    or len(outputs) != n_outputs or any(n not in self.shapes for n in outputs):
+                raise GraphError(f"{where}: takes {n_shapes or 'one or more'} shape(s) and {n_tensors} tensor(s) "
+                                 f"and gives {n_outputs} shape(s); got {len(shape_args)} shape(s), "
+                                 f"{len(tensor_args)} tensor(s) and outputs {outputs}")
             value = SHAPE_OPS[kind](where, shape_args, attrs, [self.graph.tensors[n] for n in tensor_args])
             self.shape_only.update(tensor_args)
             if outputs:
-                self.shapes[outputs[0]] = value
+                self.set_shape(outputs[0], value, where)
             return
         if any(n in self.shapes for n in outputs):
             raise UnsupportedError(f"{where}: {kind} producing a shape value is not supported")
@@ -192,6 +222,8 @@ class TosaGraphBuilder:
             if n in self.shapes:
                 raise UnsupportedError(f"graph input/output {n!r} is a shape value (dynamic shapes are not "
                                        f"supported)")
+            if n in self.unsupported:
+                raise UnsupportedError(self.unsupported[n])
             if n not in g.tensors:
                 raise GraphError(f"graph input/output {n!r} is not a tensor of the graph")
         used = {n for op in g.ops for n in op.inputs} | set(outputs)
@@ -234,15 +266,6 @@ def _snake(name: str) -> str:
 
 def _text(value: bytes | str | None) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value or "")
-
-
-def element_dtype(tosa_type: str, where: str) -> str:
-    """The qcodegen dtype of a TOSA element type name."""
-    try:
-        return DTYPES[tosa_type]
-    except KeyError:
-        raise UnsupportedError(f"{where}: element type {tosa_type} is not supported (supported: "
-                               f"{', '.join(DTYPES)})") from None
 
 
 def decode_data(raw: bytes | np.ndarray, tosa_type: str, count: int, where: str) -> np.ndarray:
@@ -291,25 +314,29 @@ class _FlatbufferReader:
             if t.IsUnranked() or t.Variable():
                 raise UnsupportedError(f"{where}: unranked and variable tensors are not supported")
             shape = tuple(int(d) for d in (t.ShapeAsNumpy() if t.ShapeLength() else []))
-            if any(d < 0 for d in shape):
-                raise UnsupportedError(f"{where}: dynamic shape {list(shape)} is not supported")
+            if any(d < 0 for d in shape):  # (dynamic dimensions need EXT-DYNAMIC)
+                raise GraphError(f"{where}: negative dimension in shape {list(shape)}")
             tosa_type = self.types.get(t.Type(), str(t.Type()))
+            if tosa_type not in DTYPES and tosa_type != "SHAPE":
+                self.builder.add_unsupported(name, f"{where}: element type {tosa_type} is not supported "
+                                                   f"(supported: {', '.join(DTYPES)})")
+                continue
             count = int(np.prod(shape, dtype=np.int64))
             data = None
             if t.DataLength() or name in constant_outputs:
                 data = decode_data(t.DataAsNumpy() if t.DataLength() else b"", tosa_type, count, where)
             if tosa_type == "SHAPE":
-                self.builder.add_shape(name, None if data is None else data.tolist())
+                self.builder.add_shape(name, count, None if data is None else data.tolist())
             else:
-                dt = element_dtype(tosa_type, where)
-                self.builder.add_tensor(Tensor(name, shape, dt, data=None if data is None else data.reshape(shape)))
+                self.builder.add_tensor(Tensor(name, shape, DTYPES[tosa_type],
+                                               data=None if data is None else data.reshape(shape)))
         for i in range(self.block.ShapesLength()):  # shape values kept apart from the tensors (1.1 drafts)
             s = self.block.Shapes(i)
             name, rank = _text(s.Name()), int(s.Rank())
             data = None
             if s.DataLength() or name in constant_outputs:
                 data = decode_data(s.DataAsNumpy() if s.DataLength() else b"", "SHAPE", rank, f"shape {name!r}")
-            self.builder.add_shape(name, None if data is None else data.tolist())
+            self.builder.add_shape(name, rank, None if data is None else data.tolist())
 
     def _operators(self) -> list[Any]:
         return [self.block.Operators(i) for i in range(self.block.OperatorsLength())]

@@ -22,6 +22,14 @@ from .mlir import ast, parse_file
 from .mlir.types import FloatType, IntegerType, OpaqueType, TensorType, UniformQuantType
 from .tosa import TosaGraphBuilder
 
+# attributes the MLIR printer omits when they hold their default, per operator (the flatbuffer always has them)
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    **{op: {"local_bound": False} for op in ("CONV2D", "CONV3D", "DEPTHWISE_CONV2D", "TRANSPOSE_CONV2D")},
+    **{op: {"nan_mode": "PROPAGATE"} for op in ("ARGMAX", "CLAMP", "MAXIMUM", "MINIMUM", "MAX_POOL2D",
+                                                 "MAX_POOL2D_ADAPTIVE", "REDUCE_MAX", "REDUCE_MIN")},
+}
+_ENUM_NAMES = {"NEAREST_NEIGHBOR": "NEAREST"}  # MLIR spelling -> flatbuffer spelling
+
 
 def _dtype(element: Any, where: str) -> str:
     if isinstance(element, UniformQuantType):
@@ -60,7 +68,7 @@ def _attribute(value: Any) -> Any:
     if isinstance(value, (ast.IntegerAttr, ast.FloatAttr, ast.BoolAttr, ast.StringAttr)):
         return value.value
     if isinstance(value, ast.EnumAttr):
-        return value.value
+        return _ENUM_NAMES.get(value.value, value.value)
     if isinstance(value, ast.TypeAttr):
         return _dtype(value.type, "attribute")
     if isinstance(value, ast.UnitAttr):
@@ -108,10 +116,16 @@ class _MlirReader:
 
     def declare(self, name: str, t: Any, where: str, data: np.ndarray | None = None) -> None:
         if _is_shape(t):
-            self.builder.add_shape(name, None if data is None else data.reshape(-1).tolist())
+            if not t.body.isdigit():
+                raise UnsupportedError(f"{where}: shape type {t} is not supported")
+            self.builder.add_shape(name, int(t.body), None if data is None else data.reshape(-1).tolist())
             return
         shape = _tensor_shape(t, where)
-        dt = _dtype(t.element, where)
+        try:
+            dt = _dtype(t.element, where)
+        except UnsupportedError as exc:  # an error only if an operator uses the tensor
+            self.builder.add_unsupported(name, str(exc))
+            return
         if data is not None:
             data = data.reshape(shape)
         self.builder.add_tensor(Tensor(name, shape, dt, data=data))
@@ -134,8 +148,9 @@ class _MlirReader:
             if not op.name.startswith("tosa."):
                 raise UnsupportedError(f"{where}: only tosa operations are supported in a TOSA program")
             kind = op.name.removeprefix("tosa.").upper()
-            attrs = {key: _attribute(value) for key, value in {**op.attributes, **op.properties}.items()
-                     if not key.startswith("tosa.")}
+            attrs = dict(_DEFAULTS.get(kind, {}))
+            attrs.update((key, _attribute(value)) for key, value in {**op.attributes, **op.properties}.items()
+                         if not key.startswith("tosa."))
             data = None
             if kind in ("CONST", "CONST_SHAPE"):
                 values = op.attr("values")

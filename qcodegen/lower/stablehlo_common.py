@@ -20,11 +20,10 @@ from ..ir.dtypes import DType, dtype
 from ..ir.graph import Op, Tensor
 from ..ir.quant import QuantType
 from ..plan.schedule import CONST
+from ..primitives.strided_copy import flat_indices
 from . import stablehlo_semantics as sem
 from .base import Lowerer
 from .common import reshape
-
-MAX_TABLE = 1 << 16
 
 
 def operands(lw: Lowerer, op: Op, n_in: int | tuple[int, ...], n_out: int = 1) -> tuple[list[Tensor], list[Tensor]]:
@@ -63,12 +62,8 @@ def lookup(lw: Lowerer, inputs: list[str], table: np.ndarray, dst: str, out: DTy
     """dst = table[inputs] (LOOKUP; TOSA's TABLE when an i8 input maps to i8 per tensor)."""
     kinds = [lw.schedule.buffers[n].dtype.name for n in inputs]
     table_name = lw.const(f"{dst}_table", np.asarray(table, np.int64), out)
-    if kinds == ["i8"] and out.name == "i8" and axis is None:
-        lw.emit("TABLE", inputs + [table_name], [dst])
-    elif axis is None:
-        lw.emit("LOOKUP", inputs + [table_name], [dst])
-    else:
-        lw.emit("LOOKUP", inputs + [table_name], [dst], axis=axis)
+    tosa = kinds == ["i8"] and out.name == "i8" and axis is None
+    lw.emit("TABLE" if tosa else "LOOKUP", inputs + [table_name], [dst], **({} if axis is None else {"axis": axis}))
 
 
 def copy(lw: Lowerer, src: str, dst: str) -> None:
@@ -78,10 +73,6 @@ def copy(lw: Lowerer, src: str, dst: str) -> None:
 
 def is_const(lw: Lowerer, name: str) -> bool:
     return lw.schedule.buffers[name].kind == CONST
-
-
-def const_data(lw: Lowerer, name: str) -> np.ndarray:
-    return lw.schedule.buffers[name].data
 
 
 def permute(lw: Lowerer, name: str, perm: Sequence[int]) -> str:
@@ -109,7 +100,6 @@ def strided(lw: Lowerer, name: str, offset: int, strides: Sequence[int], shape: 
     """A STRIDED_COPY view of `name` (see qcodegen/primitives/strided_copy.py), folded for constants."""
     buf = lw.schedule.buffers[name]
     if buf.kind == CONST:
-        from ..primitives.strided_copy import flat_indices
         return lw.const(base, buf.data.reshape(-1)[flat_indices(offset, list(strides), tuple(shape))], buf.dtype)
     tmp = lw.temp(base, tuple(shape), buf.dtype)
     lw.emit("STRIDED_COPY", [name], [tmp], offset=int(offset), strides=[int(s) for s in strides])

@@ -9,6 +9,7 @@ when the schedule is checked, before any C is generated.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from ..ir.graph import Op
-from .base import Lowerer, rule
+from .base import Lowerer, Rule, rule
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,28 @@ def expect_operands(lw: Lowerer, op: Op, inputs: int | None, outputs: int = 1) -
         raise lw.error(f"expects {outputs} output(s), got {len(op.outputs)}")
 
 
+MAX_RANK = 6  # TOSA level 8K
+
+
+def check_level(lw: Lowerer, op: Op) -> None:
+    """The TOSA level 8K limit on tensor ranks (a LEVEL_CHECK, i.e. an ERROR_IF)."""
+    for name in op.inputs + op.outputs:
+        rank = len(lw.graph.tensors[name].shape)
+        if rank > MAX_RANK:
+            raise lw.error(f"tensor {name!r} has rank {rank}; TOSA level 8K allows at most {MAX_RANK}")
+
+
+def tosa_rule(kind: str) -> Callable[[Rule], Rule]:
+    """Register the lowering of TOSA operator `kind`, after the level checks."""
+    def register(fn: Rule) -> Rule:
+        def checked(lw: Lowerer, op: Op) -> None:
+            check_level(lw, op)
+            fn(lw, op)
+        rule(f"tosa.{kind}")(checked)
+        return fn
+    return register
+
+
 def const_operand(lw: Lowerer, index: int, what: str) -> np.ndarray:
     """The flat values (int64) of constant operand `index`; UnsupportedError when it is computed at run time."""
     t = lw.tensor_in(index)
@@ -99,10 +122,10 @@ def const_operand(lw: Lowerer, index: int, what: str) -> np.ndarray:
 
 
 def const_scalar(lw: Lowerer, index: int, what: str) -> int:
-    values = const_operand(lw, index, what)
-    if values.size != 1:
-        raise lw.error(f"{what} must hold one value, got {values.size}")
-    return int(values[0])
+    """A [1] operand (zero point, shift, pad_const): a rank-1 tensor of one element, as TOSA 1.0 requires."""
+    if lw.tensor_in(index).shape != (1,):
+        raise lw.error(f"{what} must have shape [1], got {list(lw.tensor_in(index).shape)}")
+    return int(const_operand(lw, index, what)[0])
 
 
 def _operand_attrs(lw: Lowerer, m: Mapping) -> dict[str, Any]:
@@ -128,10 +151,10 @@ def _lower_mapped(lw: Lowerer, op: Op) -> None:
 
 
 for _name in MAPPINGS:
-    rule(f"tosa.{_name}")(_lower_mapped)
+    tosa_rule(_name)(_lower_mapped)
 
 
-@rule("tosa.rescale")
+@tosa_rule("rescale")
 def lower_rescale(lw: Lowerer, op: Op) -> None:
     """Zero points of an unsigned side are stored as the container's bit pattern (u8 128 in an INT8 tensor)."""
     expect_operands(lw, op, 5)
@@ -153,14 +176,14 @@ def lower_rescale(lw: Lowerer, op: Op) -> None:
             input_unsigned=bool(lw.attr("input_unsigned")), output_unsigned=bool(lw.attr("output_unsigned")))
 
 
-@rule("tosa.identity")
+@tosa_rule("identity")
 def lower_identity(lw: Lowerer, op: Op) -> None:
     expect_operands(lw, op, 1)
     x, y = lw.tensor_in(0), lw.tensor_out(0)
     lw.emit("RESHAPE", [x.name], [y.name], shape=list(x.shape))
 
 
-@rule("tosa.cast")
+@tosa_rule("cast")
 def lower_cast(lw: Lowerer, op: Op) -> None:
     """int <-> int is CAST; bool -> int is SELECT(b, 1, 0); int -> bool is NOT(EQUAL(x, 0))."""
     expect_operands(lw, op, 1)
@@ -182,7 +205,7 @@ def lower_cast(lw: Lowerer, op: Op) -> None:
 
 
 
-@rule("tosa.matmul_t")
+@tosa_rule("matmul_t")
 def lower_matmul_t(lw: Lowerer, op: Op) -> None:
     """MATMUL_T (TOSA 1.1 draft): A [N, H, C] times B [D, W, C] transposed, D = N or 1 (B broadcast over N).
     B is transposed to [D, C, W] (and tiled to N) for MATMUL."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import primitives
+from .fuse import execution_order
 from .schedule import TEMP, Schedule
 
 ALIGN = 16
@@ -29,8 +30,8 @@ class _Group:
 
 
 def plan_memory(schedule: Schedule) -> None:
-    steps = schedule.steps
-    bufs = schedule.buffers
+    steps = [s for _, s in execution_order(schedule)]  # fused groups run as one step; their intermediates
+    bufs = schedule.buffers                               # are no step's operands, so they get no arena space
     first: dict[str, int] = {}
     last: dict[str, int] = {}
     for k, step in enumerate(steps):

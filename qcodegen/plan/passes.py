@@ -20,4 +20,4 @@ def run_passes(schedule: Schedule) -> None:
         p(schedule)
 
 
-from . import fold  # noqa: E402,F401  (registers the folding passes)
+from . import fold, fuse  # noqa: E402,F401  (registers the folding, then the fusion passes)

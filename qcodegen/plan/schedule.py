@@ -70,6 +70,8 @@ class Schedule:
     arena_size: int = 0
     arena_lower_bound: int = 0
     notes: list[str] = field(default_factory=list)  # planner decisions worth reporting
+    # fusion (qcodegen/plan/fuse.py): index of the last step of a group -> one fused step computing the group
+    fused: dict[int, Step] = field(default_factory=dict)
 
     def io(self, step: Step) -> StepIO:
         return StepIO(step, [self.buffers[n] for n in step.inputs], [self.buffers[n] for n in step.outputs])

@@ -140,7 +140,9 @@ class Rescale(Primitive):
         inner = int(np.prod(shape[axis + 1:], dtype=np.int64)) if p["per_channel"] else 1
         func = {Rounding.SINGLE: "qc_scale32_single", Rounding.INEXACT: "qc_scale32_single",
                 Rounding.DOUBLE: "qc_scale32_double", Rounding.HALF_EVEN: "qc_scale32_half_even"}
-        return dict(p, outer=outer, channels=channels, inner=inner,
-                    scale_fn=func[p["rounding"]] if p["scale32"] else "qc_scale16",
+        fn = func[p["rounding"]] if p["scale32"] else "qc_scale16"
+        if fn == "qc_scale32_double" and min(int(s) for s in io.attrs["shift"]) > 31:
+            fn = "qc_scale32_double_gt31"  # the same function without the branch on the shift
+        return dict(p, outer=outer, channels=channels, inner=inner, scale_fn=fn,
                     in_ctype="uint" if p["in_unsigned"] else "int",
                     multiplier=int(io.attrs["multiplier"][0]), shift=int(io.attrs["shift"][0]))

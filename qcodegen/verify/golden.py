@@ -21,8 +21,10 @@ Functions without quantized types are skipped (qcodegen compiles quantized progr
 
 from __future__ import annotations
 
+import os
 import tempfile
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -101,7 +103,7 @@ class FunctionResult:
 
     def as_json(self) -> dict[str, Any]:
         return {"name": self.name, "where": self.where, "status": self.status, "reason": self.reason,
-                "checks": [{k: v for k, v in c.__dict__.items()} for c in self.checks]}
+                "checks": [asdict(c) for c in self.checks]}
 
 
 # ------------------------------------------------------------------------------------------- preparation
@@ -116,13 +118,17 @@ def prepare(path: str | Path) -> list[FunctionResult]:
             continue
         try:
             program = shlo.convert(fn)
-            computed = [c.actual for c in program.checks] + [c.expected for c in program.checks
-                                                              if isinstance(c.expected, str)]
-            outputs = [n for n in computed if not program.graph.tensors[n].is_const]
             if not program.checks:
                 raise QcError("the function has no check ops")
-            shlo.finalize(program, outputs)
-            schedule = plan(program.graph) if program.graph.outputs else None
+            shlo.finalize(program, [c.actual for c in program.checks] + [c.expected for c in program.checks
+                                                                          if isinstance(c.expected, str)])
+            graph = program.graph
+            graph.outputs = [n for n in graph.outputs if not graph.tensors[n].is_const]  # folded: checked as is
+            unfed = [n for n in graph.inputs if n not in program.feeds]
+            if unfed:
+                raise QcError(f"arguments {', '.join(unfed)} have no values (golden checks run functions whose "
+                              "data comes from constants)")
+            schedule = plan(graph) if graph.outputs else None
         except QcError as exc:
             results.append(FunctionResult(fn.name, fn.where, "error", f"{type(exc).__name__}: {exc}"))
             continue
@@ -138,30 +144,43 @@ def _inputs(result: FunctionResult) -> list[np.ndarray]:
     return [np.asarray(result.program.feeds[n]).astype(sched.buffers[n].dtype.numpy) for n in sched.inputs]
 
 
-def _run_host(models: list[GeneratedModel], batches: list[list[np.ndarray]], target: Target
-              ) -> list[list[np.ndarray]]:
-    """One shared library for all models; call each <name>_run once."""
+def _library(models: list[GeneratedModel], target: Target) -> Path:
     sources = [m.outdir / f"{m.name}{suffix}.c" for m in models for suffix in ("", "_weights")]
-    lib_path = compile_cached(sources, [target.cc, *target.cflags, "-shared", "-fPIC"], ".so", list(target.ldflags))
-    ffi = cffi.FFI()
-    ffi.cdef("\n".join(m.prototype() for m in models))
-    lib = ffi.dlopen(str(lib_path))
-    results = []
-    for model, batch in zip(models, batches, strict=True):
-        outputs = [np.zeros(b.shape, b.dtype.numpy) for b in model.outputs]
-        arena = np.zeros(max(model.arena_size, 1) + 16, np.uint8)
-        arena_ptr = ffi.cast("void *", arena.ctypes.data + (-arena.ctypes.data) % 16)
-        args = [ffi.from_buffer(f"{b.dtype.ctype}[]", np.ascontiguousarray(x, b.dtype.numpy))
-                for b, x in zip(model.inputs, batch, strict=True)]
-        args += [ffi.from_buffer(f"{b.dtype.ctype}[]", y) for b, y in zip(model.outputs, outputs, strict=True)]
-        if getattr(lib, f"{model.name}_run")(*args, arena_ptr) != 0:
-            raise QcError(f"{model.name}_run failed")
-        results.append(outputs)
+    return compile_cached(sources, [target.cc, *target.cflags, "-shared", "-fPIC"], ".so", list(target.ldflags))
+
+
+def _run_host(models: list[GeneratedModel], batches: list[list[np.ndarray]], target: Target, jobs: int
+              ) -> list[list[np.ndarray]]:
+    """Build the models as `jobs` shared libraries (in parallel), then call each <name>_run once."""
+    groups = [list(range(k, len(models), jobs)) for k in range(min(jobs, len(models)))]
+    with ThreadPoolExecutor(max_workers=len(groups)) as pool:
+        libraries = list(pool.map(lambda g: _library([models[i] for i in g], target), groups))
+    results: list[list[np.ndarray]] = [[] for _ in models]
+    for group, lib_path in zip(groups, libraries, strict=True):
+        ffi = cffi.FFI()
+        ffi.cdef("\n".join(models[i].prototype() for i in group))
+        lib = ffi.dlopen(str(lib_path))
+        for i in group:
+            results[i] = _call(ffi, lib, models[i], batches[i])
     return results
 
 
-def execute(results: list[FunctionResult], target: str | Target = "generic") -> None:
-    """Build and run the C of every pending function (one library), then evaluate its checks."""
+def _call(ffi: cffi.FFI, lib: Any, model: GeneratedModel, batch: list[np.ndarray]) -> list[np.ndarray]:
+    outputs = [np.zeros(b.shape, b.dtype.numpy) for b in model.outputs]
+    arena = np.zeros(max(model.arena_size, 1) + 16, np.uint8)
+    arena_ptr = ffi.cast("void *", arena.ctypes.data + (-arena.ctypes.data) % 16)
+    args = [ffi.from_buffer(f"{b.dtype.ctype}[]", np.ascontiguousarray(x, b.dtype.numpy))
+            for b, x in zip(model.inputs, batch, strict=True)]
+    args += [ffi.from_buffer(f"{b.dtype.ctype}[]", y) for b, y in zip(model.outputs, outputs, strict=True)]
+    if getattr(lib, f"{model.name}_run")(*args, arena_ptr) != 0:
+        raise QcError(f"{model.name}_run failed")
+    return outputs
+
+
+def execute(results: list[FunctionResult], target: str | Target = "generic", jobs: int | None = None) -> None:
+    """Build and run the C of every pending function (host targets: `jobs` shared libraries built in parallel,
+    default one per CPU up to 4), then evaluate its checks."""
+    jobs = jobs or min(4, os.cpu_count() or 1)
     tgt = load_target(target) if isinstance(target, str) else target
     pending = [r for r in results if r.status == "pending"]
     runnable = [r for r in pending if r.schedule is not None]
@@ -172,7 +191,7 @@ def execute(results: list[FunctionResult], target: str | Target = "generic") -> 
                   for k, r in enumerate(runnable)]
         batches = [_inputs(r) for r in runnable]
         if tgt.runner == "host":
-            got = _run_host(models, batches, tgt) if models else []
+            got = _run_host(models, batches, tgt, jobs) if models else []
         else:
             runner = get_runner(tgt)
             got = [runner.run(m, b)[0] for m, b in zip(models, batches, strict=True)]

@@ -1,10 +1,25 @@
 """Runners execute a generated model on inputs. `host` loads it in-process through cffi; `harness` builds
-the command-line harness and runs it (natively, or under an emulator given by the target)."""
+the command-line harness and runs it: natively, under a QEMU user-mode emulator (the target's `emulator`
+prefix), or on an emulated bare-metal board (`semihosting = true`: qemu-system with the command line and the
+files passed through semihosting).
+
+Measurements (docs/targets.md): with `measure=True` a harness runner counts, on its first run, the instructions
+of one inference -- every instruction executed from the entry of `<name>_run` to its return, callees
+included -- with a QEMU TCG plugin (runtime/qemu/qc_insncount.c, built with the host compiler). The window
+opens at the first instruction of `<name>_run` and closes at the return site after the call in main(), both
+found by disassembling main(). `text_bytes` / `rodata_bytes` are the `.text*` / `.rodata*` sections of the
+generated model.c and model_weights.c compiled with the target's flags (harness, C library and compiler
+runtime helpers excluded)."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import re
+import shutil
 import subprocess
 import tempfile
+from functools import cache
 from pathlib import Path
 
 import cffi
@@ -13,7 +28,8 @@ import numpy as np
 from ..codegen.render import GeneratedModel, pack4
 from ..codegen.targets import Target
 from ..errors import BuildError
-from .build import compile_cached
+from ..resources import data_path
+from .build import cache_dir, compile_cached
 
 Trace = dict[int, list[bytes]]
 
@@ -73,6 +89,10 @@ class HostRunner:
             raise BuildError(f"{model.name}_run returned {rc}")
         return outputs, (steps if trace else None)
 
+    def measurements(self, model: GeneratedModel) -> dict[str, int]:
+        """Nothing is measured in-process."""
+        return {}
+
 
 def write_raw(path: Path, arr: np.ndarray, packed: bool) -> None:
     data = pack4(arr) if packed else np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<"))
@@ -91,49 +111,204 @@ def read_raw(path: Path, shape: tuple[int, ...], dtype: np.dtype, packed: bool) 
     return np.frombuffer(raw, np.dtype(dtype).newbyteorder("<")).astype(dtype).reshape(shape)
 
 
+def binutil(target: Target, tool: str) -> str:
+    """The binutils program `tool` (size, objdump) that goes with the target's compiler."""
+    prefix = target.extra.get("binutils")
+    if prefix is None:
+        cc = Path(target.cc.split()[0]).name
+        prefix = cc[: -len("gcc")] if cc.endswith("-gcc") else ""
+    return prefix + tool
+
+
+@cache
+def _cpu_flags() -> frozenset[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return frozenset()
+    return frozenset(w for line in text.splitlines() if line.startswith("flags") for w in line.split()[2:])
+
+
+def unavailable(target: Target) -> str | None:
+    """Why this machine cannot build and run the target's harness (None: it can)."""
+    missing = target.missing_tools()
+    if missing:
+        return f"missing {', '.join(missing)}"
+    lacking = [f for f in target.extra.get("requires_cpu", ()) if f not in _cpu_flags()]
+    if lacking:
+        return f"this CPU lacks {', '.join(lacking)}"
+    return None
+
+
+def _counter(target: Target) -> list[str]:
+    """The QEMU command prefix that runs the harness with the counting plugin ([] if the target has none)."""
+    counter = list(target.extra.get("counter", target.emulator))
+    return counter if counter and Path(counter[0]).name.startswith("qemu-") else []
+
+
+def cannot_count(target: Target) -> str | None:
+    """Why instructions cannot be counted for the target here (None: they can)."""
+    counter = _counter(target)
+    if not counter:
+        return "no QEMU emulator for the target"
+    missing = [t for t in (counter[0], binutil(target, "objdump")) if shutil.which(t) is None]
+    return f"missing {', '.join(missing)}" if missing else None
+
+
+def insncount_plugin() -> Path:
+    """The instruction-counting QEMU plugin, built (once, cached) with the host C compiler."""
+    source = data_path("runtime") / "qemu" / "qc_insncount.c"
+    return compile_cached([source], ["cc", "-std=c99", "-O2", "-shared", "-fPIC", "-fvisibility=hidden"], ".so")
+
+
+_INSN = re.compile(r"^\s*([0-9a-f]+):\s*(.*)$")
+
+
+def call_window(objdump: str, exe: Path, symbol: str) -> tuple[int, list[int]]:
+    """Entry address of `symbol` and the return sites of its calls in main(), from the disassembly."""
+    proc = subprocess.run([objdump, "-d", "--no-show-raw-insn", "--disassemble=main", str(exe)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"{objdump} failed on {exe}: {proc.stderr.strip()[:300]}")
+    insns = [m.groups() for m in map(_INSN.match, proc.stdout.splitlines()) if m]
+    callee = re.compile(rf"\b([0-9a-f]+) <{re.escape(symbol)}>")
+    entry, stops = None, []
+    for (_, text), following in zip(insns, insns[1:], strict=False):
+        found = callee.search(text)
+        if found:
+            entry = int(found.group(1), 16)
+            stops.append(int(following[0], 16))
+    if entry is None:
+        raise BuildError(f"no call to {symbol} in main() of {exe}")
+    return entry, stops
+
+
+def _read_count(path: Path) -> int:
+    if not path.exists():
+        raise BuildError("the instruction-counting plugin wrote no result")
+    fields = dict(line.split() for line in path.read_text().splitlines())
+    calls, insns = int(fields["calls"]), int(fields["insns"])
+    if calls < 1:
+        raise BuildError("the counted function was never left through its return site")
+    return insns // calls
+
+
+def code_size(target: Target, model: GeneratedModel, extra_cflags: tuple[str, ...] = ()) -> dict[str, int]:
+    """text_bytes and rodata_bytes of the generated model (model.c + model_weights.c objects)."""
+    size = binutil(target, "size")
+    if shutil.which(size) is None:
+        return {}
+    text = rodata = 0
+    for src in (model.outdir / f"{model.name}.c", model.outdir / f"{model.name}_weights.c"):
+        obj = compile_cached([src], [target.cc, *target.cflags, *extra_cflags, "-c"], ".o")
+        proc = subprocess.run([size, "-A", str(obj)], capture_output=True, text=True, check=True)
+        for line in proc.stdout.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1].isdigit():
+                name, nbytes = parts[0], int(parts[1])
+                text += nbytes if name == ".text" or name.startswith(".text.") else 0
+                rodata += nbytes if name.startswith((".rodata", ".srodata")) else 0
+    return {"text_bytes": text, "rodata_bytes": rodata}
+
+
+def _content_addressed(path: Path) -> str:
+    """A copy of `path` in the build cache, named by its content (so the cache key of a build that uses it
+    changes with it)."""
+    data = path.read_bytes()
+    copy = cache_dir() / f"{hashlib.sha256(data).hexdigest()[:32]}-{path.name}"
+    if not copy.exists():
+        tmp = copy.with_name(f"{copy.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, copy)
+    return str(copy)
+
+
 class HarnessRunner:
     """Builds main.c + model into an executable and runs it with raw files (optionally under an emulator)."""
 
-    def __init__(self, target: Target, extra_cflags: tuple[str, ...] = ()) -> None:
+    timeout = 600  # seconds for one run
+
+    def __init__(self, target: Target, extra_cflags: tuple[str, ...] = (), measure: bool = False) -> None:
         self.target = target
         self.extra_cflags = extra_cflags
+        self.measure = measure
+        self.counts = measure and cannot_count(target) is None
+        self.instructions: dict[Path, int] = {}  # per executable: one inference, counted on its first run
 
     def executable(self, model: GeneratedModel) -> Path:
         main = model.outdir / "main.c"
         if not main.exists():
             raise BuildError(f"{model.outdir} has no main.c; generate with harness=True")
+        extra = self.target.extra.get("harness_files", ())
         sources = [model.outdir / f"{model.name}.c", model.outdir / f"{model.name}_weights.c", main]
+        sources += [model.outdir / f for f in extra if f.endswith(".c")]
+        # files named in the link flags (a linker script) are passed by content-addressed path
+        linked = {f: _content_addressed(model.outdir / f) for f in extra if not f.endswith((".c", ".h"))}
         return compile_cached(sources, [self.target.cc] + list(self.target.cflags) + list(self.extra_cflags),
-                              ".exe", list(self.target.ldflags))
+                              ".exe", [linked.get(flag, flag) for flag in self.target.ldflags])
+
+    def command(self, prefix: list[str], exe: Path, args: list[str]) -> list[str]:
+        return prefix + [str(exe)] + args
+
+    def _counting_prefix(self, model: GeneratedModel, exe: Path, result: Path) -> list[str]:
+        entry, stops = call_window(binutil(self.target, "objdump"), exe, f"{model.name}_run")
+        options = [f"entry={entry:#x}"] + [f"stop={s:#x}" for s in stops] + [f"out={result}"]
+        return _counter(self.target) + ["-plugin", ",".join([str(insncount_plugin())] + options)]
 
     def run(self, model: GeneratedModel, inputs: list[np.ndarray], trace: bool = False,
             repeat: int = 1) -> tuple[list[np.ndarray], Trace | None]:
         exe = self.executable(model)
         with tempfile.TemporaryDirectory(prefix="qc-run-") as tmp:
             tmpdir = Path(tmp)
-            in_files, out_files = [], []
+            in_files = []
             for i, (buf, arr) in enumerate(zip(model.inputs, inputs, strict=True)):
                 path = tmpdir / f"in{i}.bin"
                 write_raw(path, arr.astype(buf.dtype.numpy), buf.dtype.is_packed)
                 in_files.append(path)
             out_files = [tmpdir / f"out{i}.bin" for i in range(len(model.outputs))]
-            cmd = list(self.target.emulator) + [str(exe)]
-            if repeat != 1:
-                cmd += ["-n", str(repeat)]
-            cmd += [str(p) for p in in_files + out_files]
-            proc = subprocess.run(cmd, capture_output=True, text=True)
+            args = (["-n", str(repeat)] if repeat != 1 else []) + [str(p) for p in in_files + out_files]
+            counting = self.counts and exe not in self.instructions
+            count_file = tmpdir / "insns.txt"
+            prefix = self._counting_prefix(model, exe, count_file) if counting else list(self.target.emulator)
+            try:
+                proc = subprocess.run(self.command(prefix, exe, args), capture_output=True, text=True,
+                                      stdin=subprocess.DEVNULL, timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                raise BuildError(f"harness did not finish in {self.timeout} s") from None
             if proc.returncode != 0:
                 raise BuildError(f"harness exited with {proc.returncode}: {proc.stderr.strip()[:500]}")
+            if counting:
+                self.instructions[exe] = _read_count(count_file)
             outputs = [read_raw(p, b.shape, b.dtype.numpy, b.dtype.is_packed)
                        for p, b in zip(out_files, model.outputs, strict=True)]
         return outputs, None
 
+    def measurements(self, model: GeneratedModel) -> dict[str, int]:
+        """instructions (when counted) and code size of the generated model (when measuring)."""
+        if not self.measure:
+            return {}
+        exe = self.executable(model)
+        found = {"instructions": self.instructions[exe]} if exe in self.instructions else {}
+        return found | code_size(self.target, model, self.extra_cflags)
 
-def get_runner(target: Target, kind: str | None = None, extra_cflags: tuple[str, ...] = ()
-               ) -> HostRunner | HarnessRunner:
+
+class SemihostingRunner(HarnessRunner):
+    """A bare-metal harness on an emulated board: `qemu-system-* ... -kernel model`, with the command line
+    (and through it the file names) passed by semihosting."""
+
+    def command(self, prefix: list[str], exe: Path, args: list[str]) -> list[str]:
+        argv = ",".join("arg=" + a.replace(",", ",,") for a in ["model", *args])
+        return prefix + ["-kernel", str(exe), "-semihosting-config", f"enable=on,target=native,{argv}"]
+
+
+def get_runner(target: Target, kind: str | None = None, extra_cflags: tuple[str, ...] = (),
+               measure: bool = False) -> HostRunner | HarnessRunner:
+    """The target's runner; `measure` makes a harness runner count instructions (where the target has a QEMU
+    to count with) and report code size."""
     kind = kind or target.runner
     if kind == "host":
         return HostRunner(target, extra_cflags)
     if kind == "harness":
-        return HarnessRunner(target, extra_cflags)
+        cls = SemihostingRunner if target.extra.get("semihosting") else HarnessRunner
+        return cls(target, extra_cflags, measure=measure)
     raise BuildError(f"target {target.name!r} has an unknown runner {kind!r}")

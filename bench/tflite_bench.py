@@ -1,0 +1,448 @@
+"""Benchmark qcodegen's generic C against TFLite Micro's reference kernels on int8 TFLite models.
+
+Run by hand (not a test):
+
+    python bench/tflite_bench.py                       # all models, table on stdout
+    python bench/tflite_bench.py --models ds_cnn resnet8 --runs 50
+    python bench/tflite_bench.py --write bench/RESULTS.md
+
+Per model it reports:
+- bit-exactness against TFLM (qcodegen.verify.tflm_oracle.verify_against_tflm, seeded inputs);
+- time per inference: the generated C (harness executable, `-n N`, generic target flags) and TFLM's
+  `invoke()` in this process (tflite_micro.runtime), on the same input;
+- instructions of ONE inference with valgrind callgrind: `--toggle-collect=<name>_run` on the harness, and
+  `--toggle-collect='tflite::micro::MicroInterpreter::Invoke()'` on a Python child running TFLM once
+  (the wheel's _runtime.so is not stripped, so the demangled symbol is there);
+- instructions per MAC, arena bytes (ours, TFLM's RecordingMicroAllocator total and its tensor "head",
+  the live-set lower bound from `inspect`), weights bytes, and `qcodegen compile` wall time (the CLI in a
+  fresh process, generating the C files; building them is not included).
+
+Models: person_detect.tflite from $QC_SHARED_DIR/testdata/tflite/models (default ../shared from the project root)
+and MLPerf-Tiny-shaped models built here with random int8 weights (per-channel scales) through the model
+builder of qcodegen.verify.tflm_oracle: DS-CNN KWS, MobileNetV1-0.25 (96x96x3, 2 classes), ResNet-8 and the
+FC autoencoder (ToyADMOS).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from qcodegen.codegen import generate, load_target  # noqa: E402
+from qcodegen.compiler import plan  # noqa: E402
+from qcodegen.frontends import load_model  # noqa: E402
+from qcodegen.report import inspect_dict  # noqa: E402
+from qcodegen.verify import random_inputs  # noqa: E402
+from qcodegen.verify.runners import HarnessRunner, write_raw  # noqa: E402
+from qcodegen.verify.tflm_oracle import OpSpec, TensorSpec, TflmModel, build_model, verify_against_tflm  # noqa: E402
+
+SHARED = Path(os.environ.get("QC_SHARED_DIR", ROOT.parent / "shared"))
+TFLM_INVOKE = "tflite::micro::MicroInterpreter::Invoke()"
+SAME, VALID = 0, 1
+NONE, RELU = 0, 1
+
+
+# --- MLPerf-Tiny-shaped models --------------------------------------------------------------------
+class Net:
+    """Builds an int8 TFLite model op by op, with random weights and output scales chosen so that the
+    activations of random inputs spread over the int8 range (realistic, not saturated)."""
+
+    def __init__(self, seed: int, shape: tuple[int, ...], scale: float = 0.05, zero_point: int = -10) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.ops: list[OpSpec] = []
+        self.input = TensorSpec(shape, scale=scale, zero_point=zero_point, name="input")
+        self.spread: dict[int, float] = {id(self.input): 74.0}  # std of (q - zp) of every activation
+
+    def _activation(self, shape: tuple[int, ...], scale: float, act: int, spread: float,
+                    zero_point: int | None = None) -> TensorSpec:
+        zp = -128 if act == RELU else (int(self.rng.integers(-20, 20)) if zero_point is None else zero_point)
+        t = TensorSpec(tuple(shape), scale=scale, zero_point=zp, name=f"act{len(self.ops)}")
+        self.spread[id(t)] = spread
+        return t
+
+    def _weights(self, shape: tuple[int, ...], axis: int, per_channel: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Normal weights scaled to +-127 per output channel, scales around 0.01 (one per channel)."""
+        w = self.rng.normal(size=shape)
+        reduce = tuple(i for i in range(len(shape)) if i != axis)
+        w = np.round(w / np.abs(w).max(axis=reduce, keepdims=True) * 127).astype(np.int8)
+        n = shape[axis] if per_channel else 1
+        return w, 0.01 * self.rng.uniform(0.5, 2.0, n)
+
+    def _layer(self, opcode: str, x: TensorSpec, w_shape: tuple[int, ...], w_axis: int, taps: int,
+               out_shape: tuple[int, ...], act: int, per_channel: bool = True, **options: object) -> TensorSpec:
+        w, w_scale = self._weights(w_shape, w_axis, per_channel)
+        channels = w_shape[w_axis]
+        acc_std = np.sqrt(taps) * 60.0 * self.spread[id(x)]
+        bias_scale = [x.scale * float(s) for s in np.broadcast_to(w_scale, channels)]
+        bias = np.round(self.rng.normal(0, 0.3 * acc_std, channels)).astype(np.int32)
+        target = 45.0  # std of the output in LSB
+        out_scale = x.scale * float(np.mean(w_scale)) * acc_std / target
+        y = self._activation(out_shape, out_scale, act, target)
+        ws = TensorSpec(w_shape, scale=[float(s) for s in w_scale], zero_point=[0] * len(w_scale),
+                        axis=w_axis if per_channel else None, data=w, name=f"w{len(self.ops)}")
+        if not per_channel:
+            ws.scale, ws.zero_point = float(w_scale[0]), 0
+        bs = TensorSpec((channels,), "int32", scale=bias_scale, zero_point=[0] * channels, axis=0, data=bias,
+                        name=f"b{len(self.ops)}")
+        self.ops.append(OpSpec(opcode, [x, ws, bs], [y], dict(options, fusedActivationFunction=act)))
+        return y
+
+    def conv(self, x: TensorSpec, channels: int, kernel: tuple[int, int], stride: int = 1, act: int = RELU,
+             padding: int = SAME) -> TensorSpec:
+        n, h, w, c = x.shape
+        oh, ow = _out_size(h, kernel[0], stride, padding), _out_size(w, kernel[1], stride, padding)
+        return self._layer("CONV_2D", x, (channels, *kernel, c), 0, kernel[0] * kernel[1] * c,
+                           (n, oh, ow, channels), act, padding=padding, strideH=stride, strideW=stride)
+
+    def depthwise(self, x: TensorSpec, kernel: tuple[int, int] = (3, 3), stride: int = 1,
+                  act: int = RELU) -> TensorSpec:
+        n, h, w, c = x.shape
+        oh, ow = _out_size(h, kernel[0], stride, SAME), _out_size(w, kernel[1], stride, SAME)
+        return self._layer("DEPTHWISE_CONV_2D", x, (1, *kernel, c), 3, kernel[0] * kernel[1], (n, oh, ow, c), act,
+                           padding=SAME, strideH=stride, strideW=stride, depthMultiplier=1)
+
+    def fully_connected(self, x: TensorSpec, units: int, act: int = RELU) -> TensorSpec:
+        depth = x.shape[-1]
+        return self._layer("FULLY_CONNECTED", x, (units, depth), 0, depth, (1, units), act, per_channel=False)
+
+    def add(self, a: TensorSpec, b: TensorSpec, act: int = RELU) -> TensorSpec:
+        spread = float(np.hypot(self.spread[id(a)] * a.scale, self.spread[id(b)] * b.scale))
+        y = self._activation(a.shape, spread / 45.0, act, 45.0)
+        self.ops.append(OpSpec("ADD", [a, b], [y], dict(fusedActivationFunction=act)))
+        return y
+
+    def avg_pool(self, x: TensorSpec) -> TensorSpec:
+        n, h, w, c = x.shape
+        y = TensorSpec((n, 1, 1, c), scale=x.scale, zero_point=x.zero_point, name=f"act{len(self.ops)}")
+        self.spread[id(y)] = self.spread[id(x)] / 4
+        self.ops.append(OpSpec("AVERAGE_POOL_2D", [x], [y], dict(padding=VALID, strideH=1, strideW=1,
+                                                                   filterHeight=h, filterWidth=w)))
+        return y
+
+    def softmax(self, x: TensorSpec) -> TensorSpec:
+        y = TensorSpec(x.shape, scale=1.0 / 256, zero_point=-128, name="probabilities")
+        self.ops.append(OpSpec("SOFTMAX", [x], [y], dict(beta=1.0)))
+        return y
+
+    def build(self, output: TensorSpec) -> bytes:
+        return build_model(self.ops, [self.input], [output])
+
+
+def _out_size(size: int, kernel: int, stride: int, padding: int) -> int:
+    return (size + stride - 1) // stride if padding == SAME else (size - kernel) // stride + 1
+
+
+def ds_cnn() -> bytes:
+    """DS-CNN (KWS): conv 10x4 s2 64, four depthwise-separable blocks of 64, average pool, FC 12, softmax."""
+    net = Net(1, (1, 49, 10, 1), scale=0.4, zero_point=20)
+    x = net.conv(net.input, 64, (10, 4), stride=2)
+    for _ in range(4):
+        x = net.conv(net.depthwise(x), 64, (1, 1))
+    x = net.fully_connected(net.avg_pool(x), 12, act=NONE)
+    return net.build(net.softmax(x))
+
+
+def mobilenet_v1() -> bytes:
+    """MobileNetV1 alpha 0.25 on 96x96x3 (VWW): conv 3x3 s2 8, 13 depthwise-separable blocks, pool, FC 2."""
+    net = Net(2, (1, 96, 96, 3), scale=0.0078, zero_point=-1)
+    x = net.conv(net.input, 8, (3, 3), stride=2)
+    blocks = [(16, 1), (32, 2), (32, 1), (64, 2), (64, 1), (128, 2)] + [(128, 1)] * 5 + [(256, 2), (256, 1)]
+    for channels, stride in blocks:
+        x = net.conv(net.depthwise(x, stride=stride), channels, (1, 1))
+    x = net.fully_connected(net.avg_pool(x), 2, act=NONE)
+    return net.build(net.softmax(x))
+
+
+def resnet8() -> bytes:
+    """ResNet-8 (CIFAR-10 image classification): conv 16, three residual stacks 16/32/64, pool, FC 10."""
+    net = Net(3, (1, 32, 32, 3), scale=0.0078, zero_point=-1)
+    x = net.conv(net.input, 16, (3, 3))
+    for channels, stride in ((16, 1), (32, 2), (64, 2)):
+        y = net.conv(x, channels, (3, 3), stride=stride)
+        y = net.conv(y, channels, (3, 3), act=NONE)
+        shortcut = x if stride == 1 else net.conv(x, channels, (1, 1), stride=stride, act=NONE)
+        x = net.add(shortcut, y)
+    x = net.fully_connected(net.avg_pool(x), 10, act=NONE)
+    return net.build(net.softmax(x))
+
+
+def autoencoder() -> bytes:
+    """FC autoencoder (anomaly detection): 640-128-128-128-128-8-128-128-128-128-640, FC + ReLU."""
+    net = Net(4, (1, 640), scale=0.1, zero_point=5)
+    x = net.input
+    for units in (128, 128, 128, 128, 8, 128, 128, 128, 128):
+        x = net.fully_connected(x, units)
+    return net.build(net.fully_connected(x, 640, act=NONE))
+
+
+BUILT: dict[str, Callable[[], bytes]] = {"ds_cnn": ds_cnn, "mobilenet_v1_025": mobilenet_v1, "resnet8": resnet8,
+                                         "fc_autoencoder": autoencoder}
+MLPERF = tuple(BUILT)
+ALL = ("person_detect", *MLPERF)
+
+
+# --- measurements ---------------------------------------------------------------------------------
+@dataclass
+class Row:
+    model: str
+    macs: int = 0
+    bit_exact: bool | None = None
+    samples: int = 0
+    ours_us: float = 0.0
+    tflm_us: float = 0.0
+    ours_instr: int | None = None
+    tflm_instr: int | None = None
+    arena: int = 0
+    lower_bound: int = 0
+    tflm_arena: int = 0
+    tflm_head: int = 0
+    weights: int = 0
+    compile_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float | None:
+        return self.ours_instr / self.tflm_instr if self.ours_instr and self.tflm_instr else None
+
+
+def model_path(name: str, workdir: Path) -> Path:
+    if name in BUILT:
+        path = workdir / f"{name}.tflite"
+        path.write_bytes(BUILT[name]())
+        return path
+    path = SHARED / "testdata" / "tflite" / "models" / f"{name}.tflite"
+    if not path.exists():
+        raise SystemExit(f"{path} not found (set QC_SHARED_DIR)")
+    return path
+
+
+def compile_time(path: Path, outdir: Path, repeats: int) -> float:
+    """Best wall time of `qcodegen compile MODEL --harness` in a fresh process."""
+    best = float("inf")
+    for _ in range(repeats):
+        shutil.rmtree(outdir, ignore_errors=True)
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "qcodegen", "compile", str(path), "-o", str(outdir), "--harness"],
+                       check=True, capture_output=True, cwd=ROOT)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def harness_seconds(exe: Path, files: list[Path], runs: int) -> float:
+    """Seconds per inference of the harness: (time of -n runs+1 minus time of -n 1) / runs, best of 3."""
+    def timed(n: int) -> float:
+        start = time.perf_counter()
+        subprocess.run([str(exe), "-n", str(n), *map(str, files)], check=True)
+        return time.perf_counter() - start
+    return min(timed(runs + 1) - timed(1) for _ in range(3)) / runs
+
+
+def tflm_seconds(tflm: TflmModel, inputs: list[np.ndarray], runs: int) -> float:
+    it = tflm.interpreter
+    for i, arr in enumerate(inputs):
+        it.set_input(np.ascontiguousarray(arr), i)
+    it.invoke()
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(runs):
+            it.invoke()
+        best = min(best, (time.perf_counter() - start) / runs)
+    return best
+
+
+def callgrind(cmd: list[str], toggle: str, out: Path) -> int:
+    """Instructions executed inside `toggle` (callees included) while running cmd under callgrind."""
+    subprocess.run(["valgrind", "--tool=callgrind", f"--toggle-collect={toggle}", f"--callgrind-out-file={out}",
+                    *cmd], check=True, capture_output=True)
+    match = re.search(r"^summary:\s*(\d+)", out.read_text(), re.MULTILINE)
+    if not match:
+        raise RuntimeError(f"no callgrind summary in {out}")
+    return int(match.group(1))
+
+
+_TFLM_CHILD = """
+import sys
+import numpy as np
+from tflite_micro import runtime
+it = runtime.Interpreter.from_file(sys.argv[1], arena_size=int(sys.argv[2]))
+for i, f in enumerate(sys.argv[3:]):
+    it.set_input(np.load(f), i)
+if sys.argv[2] == "0":
+    it.print_allocations()
+it.invoke()
+"""
+
+
+def tflm_child(args: list[str]) -> list[str]:
+    return [sys.executable, "-c", _TFLM_CHILD, *args]
+
+
+def tflm_arena(path: Path, arena_size: int) -> tuple[int, int]:
+    """(total, head) of TFLM's RecordingMicroAllocator (what arena_used_bytes reports; head = tensor data)."""
+    script = ("import sys\nfrom tflite_micro import runtime\n"
+              "runtime.Interpreter.from_file(sys.argv[1], arena_size=int(sys.argv[2])).print_allocations()\n")
+    proc = subprocess.run([sys.executable, "-c", script, str(path), str(arena_size)], capture_output=True,
+                          text=True, check=True)
+    text = proc.stdout + proc.stderr
+    total = re.search(r"Arena allocation total (\d+) bytes", text)
+    head = re.search(r"Arena allocation head (\d+) bytes", text)
+    if not total or not head:
+        raise RuntimeError(f"no allocation report from TFLM: {text[:300]}")
+    return int(total.group(1)), int(head.group(1))
+
+
+def measure(name: str, workdir: Path, args: argparse.Namespace) -> Row:
+    row = Row(name)
+    path = model_path(name, workdir)
+    schedule = plan(load_model(path))
+    info = inspect_dict(schedule)
+    row.macs, row.arena, row.lower_bound, row.weights = (info["macs"], info["arena_bytes"],
+                                                         info["arena_lower_bound_bytes"], info["weights_bytes"])
+    row.compile_s = compile_time(path, workdir / f"{name}_cli", args.compile_repeats)
+
+    target = load_target("generic")
+    model = generate(schedule, workdir / f"{name}_c", target, name=name, harness=True)
+    runner = HarnessRunner(target)
+    exe = runner.executable(model)
+    if args.samples:
+        result = verify_against_tflm(path, schedule, model, runner, samples=args.samples, seed=args.seed)
+        row.bit_exact, row.samples = result.bit_exact, result.samples
+        if not result.bit_exact:
+            row.notes.append(f"{result.mismatches} mismatches, first {result.first_mismatch}")
+
+    inputs = random_inputs(schedule, np.random.default_rng(args.seed))
+    files = []
+    for i, (buf, arr) in enumerate(zip(model.inputs, inputs, strict=True)):
+        files.append(workdir / f"{name}_in{i}.bin")
+        write_raw(files[-1], arr, buf.dtype.is_packed)
+        np.save(workdir / f"{name}_in{i}.npy", arr)
+    files += [workdir / f"{name}_out{i}.bin" for i in range(len(model.outputs))]
+    row.ours_us = harness_seconds(exe, files, args.runs) * 1e6
+
+    tflm = TflmModel(path.read_bytes())
+    row.tflm_us = tflm_seconds(tflm, inputs, args.runs) * 1e6
+    row.tflm_arena, row.tflm_head = tflm_arena(path, 1 << 22)
+    if args.callgrind:
+        row.ours_instr = callgrind([str(exe), "-n", "1", *map(str, files)], f"{name}_run", workdir / f"{name}.cg")
+        npys = [str(workdir / f"{name}_in{i}.npy") for i in range(len(inputs))]
+        row.tflm_instr = callgrind(tflm_child([str(path), str(1 << 22), *npys]), TFLM_INVOKE,
+                                   workdir / f"{name}_tflm.cg")
+    return row
+
+
+# --- output ---------------------------------------------------------------------------------------
+def _fmt(v: float | int | None, spec: str) -> str:
+    return "n/a" if v is None else format(v, spec)
+
+
+def table(rows: list[Row]) -> str:
+    head = ("| model | MACs | bit-exact | TFLM instr | ours instr | ratio | TFLM instr/MAC | ours instr/MAC "
+            "| TFLM µs | ours µs | arena ours | TFLM arena (total / head) | lower bound | ours / bound "
+            "| weights | compile s |")
+    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    for r in rows:
+        exact = "n/a" if r.bit_exact is None else (f"yes ({r.samples})" if r.bit_exact else "**NO**")
+        per_mac = (lambda n: None if n is None else n / r.macs)
+        lines.append(
+            f"| {r.model} | {r.macs:,} | {exact} | {_fmt(r.tflm_instr, ',')} | {_fmt(r.ours_instr, ',')} "
+            f"| {_fmt(r.ratio, '.3f')} | {_fmt(per_mac(r.tflm_instr), '.2f')} | {_fmt(per_mac(r.ours_instr), '.2f')} "
+            f"| {r.tflm_us:,.0f} | {r.ours_us:,.0f} | {r.arena:,} | {r.tflm_arena:,} / {r.tflm_head:,} "
+            f"| {r.lower_bound:,} | {r.arena / max(r.lower_bound, 1):.3f} | {r.weights:,} | {r.compile_s:.2f} |")
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cc = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
+    return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, {' '.join(cc)}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", nargs="+", default=list(ALL), choices=ALL)
+    p.add_argument("--runs", type=int, default=20, help="inferences per timing (default 20)")
+    p.add_argument("--samples", type=int, default=3, help="inputs checked against TFLM (0: skip)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--compile-repeats", type=int, default=2, help="qcodegen compile runs (best is kept)")
+    p.add_argument("--no-callgrind", dest="callgrind", action="store_false", help="skip the instruction counts")
+    p.add_argument("--json", help="also write the rows as JSON to this file")
+    p.add_argument("--write", help="write a markdown report (e.g. bench/RESULTS.md)")
+    args = p.parse_args(argv)
+    if args.callgrind and shutil.which("valgrind") is None:
+        raise SystemExit("valgrind not found (apt-get install valgrind) or pass --no-callgrind")
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="qc-bench-") as tmp:
+        for name in args.models:
+            print(f"{name} ...", file=sys.stderr, flush=True)
+            rows.append(measure(name, Path(tmp), args))
+    text = table(rows)
+    print(text)
+    for r in rows:
+        for note in r.notes:
+            print(f"{r.model}: {note}")
+    if args.json:
+        Path(args.json).write_text(json.dumps([vars(r) for r in rows], indent=1) + "\n")
+    if args.write:
+        command = "python bench/tflite_bench.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        Path(args.write).write_text(report(text, command.strip()))
+    return 0 if all(r.bit_exact is not False for r in rows) else 1
+
+
+def report(text: str, command: str) -> str:
+    date = datetime.date.today().isoformat()
+    return (f"# TFLite benchmark: generated generic C vs TFLite Micro\n\n"
+            f"- date: {date}\n- machine: {machine()}\n- command: `{command}`\n"
+            f"- TFLM: tflite-micro {_tflm_version()} reference kernels, `invoke()` from Python\n"
+            f"- ours: target `generic` ({' '.join(load_target('generic').cflags)}), harness executable\n\n"
+            f"{text}\n\n{LEGEND}")
+
+
+def _tflm_version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("tflite-micro")
+    except Exception:  # noqa: BLE001 (any metadata problem: just say unknown)
+        return "(unknown version)"
+
+
+LEGEND = """\
+Columns: instructions of one inference counted by valgrind callgrind (ours: `--toggle-collect=<name>_run` on the
+harness; TFLM: `--toggle-collect='tflite::micro::MicroInterpreter::Invoke()'`, the wheel's `_runtime.so` is not
+stripped); ratio = ours / TFLM; MACs from `qcodegen inspect` (full windows, padding taps included); µs = wall
+time per inference on this machine (ours: harness `-n N`; TFLM: `invoke()` from Python); arena ours =
+`<NAME>_ARENA_SIZE` (model inputs and outputs are caller buffers, not in the arena); TFLM arena = the
+RecordingMicroAllocator total (arena_used_bytes: tensors + persistent data) / its head (non-persistent tensor
+data, inputs and outputs included); lower bound = `inspect`'s live-set lower bound (max over steps of the bytes
+of the temporaries live across the step); weights = constant bytes in flash; compile s = wall time of
+`qcodegen compile MODEL --harness` in a fresh process (best of the runs).
+"""
+
+
+if __name__ == "__main__":
+    sys.exit(main())
