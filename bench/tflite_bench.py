@@ -221,6 +221,9 @@ class Row:
     def ratio(self) -> float | None:
         return self.ours_instr / self.tflm_instr if self.ours_instr and self.tflm_instr else None
 
+    def per_mac(self, instructions: int | None) -> float | None:
+        return None if instructions is None else instructions / self.macs
+
 
 def model_path(name: str, workdir: Path) -> Path:
     if name in BUILT:
@@ -246,25 +249,31 @@ def compile_time(path: Path, outdir: Path, repeats: int) -> float:
 
 
 def harness_seconds(exe: Path, files: list[Path], runs: int) -> float:
-    """Seconds per inference of the harness: (time of -n runs+1 minus time of -n 1) / runs, best of 3."""
+    """Seconds per inference of the harness: (time of -n N+1 minus time of -n 1) / N, best of 3, with N at least
+    `runs` and large enough for about half a second of inferences."""
     def timed(n: int) -> float:
         start = time.perf_counter()
         subprocess.run([str(exe), "-n", str(n), *map(str, files)], check=True)
         return time.perf_counter() - start
-    return min(timed(runs + 1) - timed(1) for _ in range(3)) / runs
+    once = max(timed(4) - timed(1), 1e-6) / 3
+    n = max(runs, int(0.5 / once))
+    return max(min(timed(n + 1) - timed(1) for _ in range(3)), 0.0) / n
 
 
 def tflm_seconds(tflm: TflmModel, inputs: list[np.ndarray], runs: int) -> float:
+    """Seconds per `invoke()` (same input every time), best of 3 batches of at least `runs` (about 0.5 s)."""
     it = tflm.interpreter
     for i, arr in enumerate(inputs):
         it.set_input(np.ascontiguousarray(arr), i)
+    start = time.perf_counter()
     it.invoke()
+    n = max(runs, int(0.5 / max(time.perf_counter() - start, 1e-6)))
     best = float("inf")
     for _ in range(3):
         start = time.perf_counter()
-        for _ in range(runs):
+        for _ in range(n):
             it.invoke()
-        best = min(best, (time.perf_counter() - start) / runs)
+        best = min(best, (time.perf_counter() - start) / n)
     return best
 
 
@@ -353,19 +362,30 @@ def _fmt(v: float | int | None, spec: str) -> str:
     return "n/a" if v is None else format(v, spec)
 
 
+COLUMNS: list[tuple[str, Callable[[Row], str]]] = [
+    ("model", lambda r: r.model),
+    ("MACs", lambda r: f"{r.macs:,}"),
+    ("bit-exact vs TFLM", lambda r: "n/a" if r.bit_exact is None else
+     (f"yes ({r.samples} inputs)" if r.bit_exact else "**NO**")),
+    ("TFLM instr", lambda r: _fmt(r.tflm_instr, ",")),
+    ("ours instr", lambda r: _fmt(r.ours_instr, ",")),
+    ("ours / TFLM", lambda r: _fmt(r.ratio, ".3f")),
+    ("TFLM instr/MAC", lambda r: _fmt(r.per_mac(r.tflm_instr), ".2f")),
+    ("ours instr/MAC", lambda r: _fmt(r.per_mac(r.ours_instr), ".2f")),
+    ("TFLM µs", lambda r: f"{r.tflm_us:,.0f}"),
+    ("ours µs", lambda r: f"{r.ours_us:,.1f}"),
+    ("arena ours", lambda r: f"{r.arena:,}"),
+    ("TFLM arena total / head", lambda r: f"{r.tflm_arena:,} / {r.tflm_head:,}"),
+    ("live-set lower bound", lambda r: f"{r.lower_bound:,}"),
+    ("ours / bound", lambda r: f"{r.arena / r.lower_bound:.3f}" if r.lower_bound else "n/a"),
+    ("weights B", lambda r: f"{r.weights:,}"),
+    ("compile s", lambda r: f"{r.compile_s:.2f}"),
+]
+
+
 def table(rows: list[Row]) -> str:
-    head = ("| model | MACs | bit-exact | TFLM instr | ours instr | ratio | TFLM instr/MAC | ours instr/MAC "
-            "| TFLM µs | ours µs | arena ours | TFLM arena (total / head) | lower bound | ours / bound "
-            "| weights | compile s |")
-    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
-    for r in rows:
-        exact = "n/a" if r.bit_exact is None else (f"yes ({r.samples})" if r.bit_exact else "**NO**")
-        per_mac = (lambda n: None if n is None else n / r.macs)
-        lines.append(
-            f"| {r.model} | {r.macs:,} | {exact} | {_fmt(r.tflm_instr, ',')} | {_fmt(r.ours_instr, ',')} "
-            f"| {_fmt(r.ratio, '.3f')} | {_fmt(per_mac(r.tflm_instr), '.2f')} | {_fmt(per_mac(r.ours_instr), '.2f')} "
-            f"| {r.tflm_us:,.0f} | {r.ours_us:,.0f} | {r.arena:,} | {r.tflm_arena:,} / {r.tflm_head:,} "
-            f"| {r.lower_bound:,} | {r.arena / max(r.lower_bound, 1):.3f} | {r.weights:,} | {r.compile_s:.2f} |")
+    lines = ["| " + " | ".join(name for name, _ in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(cell(r) for _, cell in COLUMNS) + " |" for r in rows]
     return "\n".join(lines)
 
 

@@ -77,6 +77,13 @@ QC_INLINE int64_t qc_round_half_even_f32(float v) {
   return t;
 }
 
+/* Round a float already clamped to the int64 range half away from zero (TFLite's TfLiteRound), exactly. */
+QC_INLINE int64_t qc_round_half_away_f32(float v) {
+  const int64_t t = (int64_t)v;
+  const float frac = v - (float)t;
+  return t + (frac >= 0.5f) - (frac <= -0.5f);
+}
+
 /* gemmlowp fixed point as TFLite Micro uses it (numpy twin: qcodegen/tflm_fixedpoint.py). Q0 = Q0.31. */
 
 /* Two's complement wrap of an int64 to int32, without implementation-defined conversions. */

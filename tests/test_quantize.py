@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from qcodegen.errors import GraphError
 from qcodegen.ir.dtypes import dtype
 from qcodegen.reference import run_reference
-from qcodegen.testing import Var, assert_bit_exact, prepare, step_schedule
+from qcodegen.testing import Var, assert_bit_exact, c_vs_reference, prepare, step_schedule
 
 QTYPES = ["i4", "u4", "i8", "u8", "i16", "u16", "i32"]
 
@@ -170,3 +170,13 @@ def test_dequantize_c_matches_reference(src, data):
     shape, scale, zp, axis = data.draw(quant_params(d.min, d.max))
     attrs = {} if axis is None else dict(axis=axis)
     assert_bit_exact(dequantize(src, scale, zp, shape=shape, **attrs), samples=3)
+
+
+def test_quantize_half_away_from_zero_ties():
+    """TFLite's rounding: ties away from zero (0.5 -> 1, -0.5 -> -1, 2.5 -> 3, -2.5 -> -3), by hand."""
+    x = np.array([0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 0.49999997, -0.49999997, 300.0, np.nan], np.float32)
+    sched = prepare(step_schedule("QUANTIZE", [Var((10,), "f32")], [((10,), "i8")], scale=1.0, zero_point=0,
+                                  qmin=-128, qmax=127, rounding="half_away_from_zero"))
+    got = run_reference(sched, [x])["out0"]
+    assert got.tolist() == [1, -1, 2, -2, 3, -3, 0, 0, 127, -128]
+    assert c_vs_reference(sched, inputs=[[x]]).bit_exact

@@ -385,3 +385,16 @@ def test_folded_sub_channel_dequantize(results: dict[str, golden.FunctionResult]
     program = results["quant_dialect"].program
     folded = program.graph.tensors[program.checks[-1].actual]
     assert folded.is_const and np.array_equal(folded.data, [[1, 2, 3, 4], [1, 2, 3, 4]])
+
+
+def test_harness_targets_run_each_model(tmp_path) -> None:
+    """Targets whose runner is the harness executable (cross targets under an emulator) build one model each."""
+    import dataclasses
+
+    from qcodegen.codegen import load_target
+    path = tmp_path / "tie.mlir"
+    path.write_text(TIE_FLIP + "\n// -----\n" + PROGRAMS.split("// -----")[-1])
+    found = golden.prepare(path)
+    golden.execute(found, dataclasses.replace(load_target("generic"), runner="harness"))
+    assert [r.status for r in found] == ["fail", "pass"]
+    assert found[0].checks[0].tie_flips == [[0], [2]]

@@ -295,8 +295,6 @@ def test_concatenation_of_differently_scaled_int8_requantizes(tmp_path):
     assert result.bit_exact, result.first_mismatch
 
 
-@pytest.mark.xfail(strict=True, reason="the QUANTIZE primitive rounds half to even; TFLite's AffineQuantize rounds "
-                                       "half away from zero (needs QUANTIZE rounding='half_away_from_zero')")
 def test_quantize_float_ties_round_away_from_zero(tmp_path):
     path = tmp_path / "q.tflite"
     path.write_bytes(single_op_model("QUANTIZE", [T((6,), "float32")], [T((6,), scale=0.5, zero_point=3)]))

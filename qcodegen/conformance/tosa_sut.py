@@ -24,13 +24,18 @@ model gets) and rejects such graphs with OTHER_ERROR.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import json
+import re
+import sys
 import tempfile
 import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import numpy as np
 
@@ -153,3 +158,116 @@ class TosaSUTRunner(TosaTestRunner):
 
     def runTestGraph(self) -> tuple[Any, str | None]:  # noqa: N802  (the runner's interface)
         return run_test(Path(self.testDirPath), self.testDesc, self.options)
+
+
+# ---- summarising a run of tosa_verif_run_tests ------------------------------------------------------------------
+
+SUT = __name__.replace("__main__", "qcodegen.conformance.tosa_sut")
+REFERENCE = "runner.tosa_refmodel_sut_run"
+_PASS = {"EXPECTED_PASS", "EXPECTED_FAILURE"}
+
+
+@dataclass
+class TestOutcome:
+    test: Path
+    operator: str
+    positive: bool
+    passed: bool
+    reason: str = ""
+
+
+def operator_of(test_dir: Path) -> str:
+    """The TOSA operator a conformance test exercises (lower case)."""
+    desc = json.loads((test_dir / "desc.json").read_text())
+    return str(desc.get("test_details", {}).get("operator", test_dir.parent.name)).lower()
+
+
+def _xunit(path: Path) -> dict[str, dict[str, str | None]]:
+    """runner -> test path -> failure message (None: passed); skipped tests are left out."""
+    results: dict[str, dict[str, str | None]] = {}
+    for case in ElementTree.parse(path).iter("testcase"):
+        if case.find("skipped") is not None:
+            continue
+        failure = case.find("failure")
+        message = None if failure is None else (failure.get("message") or failure.text or "failed")
+        results.setdefault(case.get("classname", ""), {})[case.get("name", "")] = message
+    return results
+
+
+def _reason(message: str) -> str:
+    """The first informative line of a failure message, without the result code prefix."""
+    lines = [ln.strip() for ln in message.splitlines() if ln.strip()]
+    line = next((ln for ln in lines if "Error" in ln or "error" in ln), lines[0] if lines else "failed")
+    return line.split(": ", 1)[1] if line.split(":", 1)[0].isupper() else line
+
+
+def _same_results(test_dir: Path, desc: dict[str, Any]) -> str:
+    """'' when qcodegen's result files equal the reference model's bit for bit, else what differs."""
+    for name in desc["ofm_file"]:
+        stem = Path(name)
+        ours = test_dir / stem.with_suffix(f".{SUT}{stem.suffix}")
+        ref = test_dir / stem.with_suffix(f".{REFERENCE}{stem.suffix}")
+        if not (ours.is_file() and ref.is_file()):
+            return f"result file {ours.name if not ours.is_file() else ref.name} is missing"
+        a, b = np.load(ours), np.load(ref)
+        if a.dtype != b.dtype or a.shape != b.shape or not np.array_equal(a, b):
+            diff = int(np.count_nonzero(a != b)) if a.shape == b.shape else -1
+            return f"{name}: differs from the reference model ({a.dtype}{list(a.shape)} vs {b.dtype}" \
+                   f"{list(b.shape)}, {diff} elements)"
+    return ""
+
+
+def collect(xunit: Path, compare: bool = True) -> list[TestOutcome]:
+    """qcodegen's outcome for every test of a tosa_verif_run_tests run (its xunit file). With `compare`, a passing
+    positive test must also give results equal bit for bit to the reference model's (the runner checks only
+    compliance tests itself; run runner.tosa_refmodel_sut_run alongside qcodegen's SUT)."""
+    outcomes = []
+    for name, message in _xunit(xunit).get(SUT, {}).items():
+        test_dir = Path(name)
+        desc = json.loads((test_dir / "desc.json").read_text())
+        positive = not desc["expected_failure"]
+        reason = "" if message is None else _reason(message)
+        if message is None and positive and compare:
+            reason = _same_results(test_dir, desc)
+        outcomes.append(TestOutcome(test_dir, operator_of(test_dir), positive, not reason, reason))
+    return outcomes
+
+
+def summary(outcomes: list[TestOutcome]) -> str:
+    """Totals, per-operator pass counts and the failure reasons (most frequent first)."""
+    lines = []
+    for kind, positive in (("positive", True), ("negative", False)):
+        group = [o for o in outcomes if o.positive == positive]
+        if group:
+            passed = sum(o.passed for o in group)
+            lines.append(f"{kind}: {passed}/{len(group)} passed ({100 * passed / len(group):.1f}%)")
+    per_op: dict[str, list[TestOutcome]] = {}
+    for o in outcomes:
+        per_op.setdefault(o.operator, []).append(o)
+    lines.append("per operator (passed/total):")
+    lines += [f"  {op:<28} {sum(o.passed for o in group):>5}/{len(group)}" for op, group in sorted(per_op.items())]
+    reasons: dict[str, list[TestOutcome]] = {}
+    for o in outcomes:
+        if not o.passed:
+            reasons.setdefault(f"{o.operator}: {re.sub(r'[0-9]+', '#', o.reason)[:160]}", []).append(o)
+    if reasons:
+        lines.append("failures (count, operator: reason, example):")
+        for key, group in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
+            lines.append(f"  {len(group):>5}  {key}  [{group[0].test.name}]")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m qcodegen.conformance.tosa_sut",
+                                     description="Summarise a tosa_verif_run_tests run of qcodegen's SUT.")
+    parser.add_argument("xunit", type=Path, help="the run's xunit file (--xunit-file)")
+    parser.add_argument("--no-compare", action="store_true",
+                        help="do not compare results with runner.tosa_refmodel_sut_run's")
+    args = parser.parse_args(argv)
+    outcomes = collect(args.xunit, compare=not args.no_compare)
+    print(summary(outcomes))
+    return 0 if outcomes and all(o.passed for o in outcomes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

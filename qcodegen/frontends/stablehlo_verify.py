@@ -271,11 +271,15 @@ def _verify_broadcast(v: OpView) -> None:
                          f"({a.zero_points[j]})")
 
 
+def _bit_width(t: TensorT) -> int | None:
+    element = t.element.storage if t.quantized else t.element
+    return element.width if isinstance(element, IntegerType | FloatType) else None
+
+
 def _verify_bitcast(v: OpView) -> None:
     src, dst = v.operands[0], v.results[0]
-    width = [(t.element.storage if t.quantized else t.element).width for t in (src, dst)
-             if isinstance(t.element, UniformQuantType | IntegerType | FloatType)]
-    if len(width) == 2 and width[0] == width[1] and src.shape != dst.shape:
+    width = _bit_width(src)
+    if width is not None and width == _bit_width(dst) and src.shape != dst.shape:
         raise v.fail("operand and result shapes must match except for the innermost dimension of the shape with "
                      "the smaller element type")
 

@@ -42,9 +42,9 @@ _ACCESSOR_SKIP = re.compile(r"^(Init|GetRootAs.*|.*BufferHasIdentifier|.*AsNumpy
 
 # shape operands of each operator, in order: they become attributes of these names
 SHAPE_OPERANDS: dict[str, tuple[str, ...]] = {
-    "PAD": ("padding",), "RESHAPE": ("shape",), "SLICE": ("start", "size"), "TILE": ("multiples",),
-    "RESIZE": ("scale", "offset", "border"), "AVG_POOL2D_ADAPTIVE": ("kernel", "stride", "pad"),
-    "MAX_POOL2D_ADAPTIVE": ("kernel", "stride", "pad"),
+    "PAD": ("padding",), "RESHAPE": ("shape",), "RESHAPE_BLOCK_SCALED": ("shape",), "SLICE": ("start", "size"),
+    "TILE": ("multiples",), "RESIZE": ("scale", "offset", "border"),
+    "AVG_POOL2D_ADAPTIVE": ("kernel", "stride", "pad"), "MAX_POOL2D_ADAPTIVE": ("kernel", "stride", "pad"),
 }
 CONSTANT_OPS = ("CONST", "CONST_SHAPE")
 

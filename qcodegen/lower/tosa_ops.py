@@ -66,6 +66,7 @@ MAPPINGS: dict[str, Mapping] = {
     "tile": Mapping("TILE", 1, attrs=("multiples",)),
     "transpose": Mapping("TRANSPOSE", 1, attrs=("perms",)),
     "gather": Mapping("GATHER", 2),
+    "row_gather": Mapping("GATHER", 2, {"row_count": 2}),
     "scatter": Mapping("SCATTER", 3),
     "resize": Mapping("RESIZE", 1, attrs=("scale", "offset", "border", "mode")),
     "select": Mapping("SELECT", 3),
@@ -222,3 +223,25 @@ def lower_matmul_t(lw: Lowerer, op: Op) -> None:
         bt = tiled
     lw.emit("MATMUL", [a.name, bt], list(op.outputs), a_zp=const_scalar(lw, 2, "A_zp"),
             b_zp=const_scalar(lw, 3, "B_zp"))
+
+
+def _plain_values(lw: Lowerer, op: Op, inputs: int) -> None:
+    """A 1.1-draft block-scaled operator on plain values: `inputs` operands and block_size 1 (ERROR_IF otherwise).
+    One more operand (a scale tensor) makes it block-scaled (MX) data, which is not supported."""
+    if len(op.inputs) == inputs + 1:
+        raise UnsupportedError(f"{lw.label}: block-scaled (MX) tensors are not supported")
+    expect_operands(lw, op, inputs)
+    if lw.attr("block_size") != "BLOCK_SIZE_1":
+        raise lw.error(f"block_size must be BLOCK_SIZE_1 for tensors without scales, got {lw.attr('block_size')}")
+
+
+@tosa_rule("reshape_block_scaled")
+def lower_reshape_block_scaled(lw: Lowerer, op: Op) -> None:
+    _plain_values(lw, op, 1)
+    lw.emit("RESHAPE", list(op.inputs), list(op.outputs), shape=lw.attr("shape"))
+
+
+@tosa_rule("row_gather_block_scaled")
+def lower_row_gather_block_scaled(lw: Lowerer, op: Op) -> None:
+    _plain_values(lw, op, 3)
+    lw.emit("GATHER", op.inputs[:2], list(op.outputs), row_count=const_scalar(lw, 2, "row_count"))

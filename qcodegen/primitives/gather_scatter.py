@@ -1,10 +1,12 @@
 """GATHER and SCATTER (TOSA 1.0): rows of values [N, K, C] selected by i32 indices [N, W].
 
-GATHER [values, indices] -> out [N, W, C], out[n, w, :] = values[n, indices[n, w], :].
+GATHER [values, indices] -> out [N, W * R, C], out[n, w * R + r, :] = values[n, indices[n, w] + r, :] for
+r < R = attr row_count (default 1, TOSA GATHER; R > 1 is the 1.1 draft's ROW_GATHER).
 SCATTER [values_in, indices, input [N, W, C]] -> out [N, K, C]: values_in, then out[n, indices[n, w], :] =
 input[n, w, :].
-REQUIREs (unpredictable, checked by the reference on the data): 0 <= index < K, and for SCATTER no row written twice.
-The C clamps each index into [0, K) so that no data can make it read or write outside its buffers.
+REQUIREs (unpredictable, checked by the reference on the data): 0 <= index and index + R <= K, and for SCATTER no
+row written twice. The C clamps each index into [0, K - R] so that no data can make it read or write outside its
+buffers.
 Types: i8/i16/i32 values (bool too, a qcodegen extension).
 """
 
@@ -19,8 +21,8 @@ from .pointwise import unpredictable_unless
 _TYPES = ("bool", "i8", "i16", "i32")
 
 
-def _indices(op: str, idx: np.ndarray, k: int) -> np.ndarray:
-    unpredictable_unless((idx >= 0) & (idx < k), op, f"an index is outside [0, {k})")
+def _indices(op: str, idx: np.ndarray, k: int, rows: int = 1) -> np.ndarray:
+    unpredictable_unless((idx >= 0) & (idx <= k - rows), op, f"an index is outside [0, {k - rows}]")
     return idx.astype(np.int64)
 
 
@@ -43,24 +45,39 @@ class _Rows(Primitive):
             require(b.dtype == values.dtype, f"{op}: operand types differ ({values.dtype} vs {b.dtype})")
         super().check(io)
 
+    @staticmethod
+    def row_count(io: StepIO) -> int:
+        return int(io.attrs.get("row_count", 1))
+
     def template_context(self, io: StepIO) -> dict:
         (n, k, c), w = io.ins[0].shape, io.ins[1].shape[1]
-        return dict(n=n, k=k, c=c, w=w)
+        return dict(n=n, k=k, c=c, w=w, rows=self.row_count(io))
 
 
 @register
 class Gather(_Rows):
+    """attrs: row_count (default 1)."""
+
     name = "GATHER"
     arity = 2
 
     def infer_shapes(self, io: StepIO) -> list[tuple[int, ...]]:
         (n, _, c), w = io.ins[0].shape, io.ins[1].shape[-1]
-        return [(n, w, c)]
+        return [(n, w * self.row_count(io), c)]
+
+    def check(self, io: StepIO) -> None:
+        rows = self.row_count(io)
+        require(rows >= 1, f"GATHER: row_count {rows} must be >= 1")
+        require(len(io.ins[0].shape) != 3 or rows <= io.ins[0].shape[1],
+                f"GATHER: row_count {rows} exceeds the {io.ins[0].shape[1]} rows of the values")
+        super().check(io)
 
     def reference(self, io: StepIO, args: list[np.ndarray]) -> list[np.ndarray]:
         values, idx = args
-        rows = _indices(self.name, idx, values.shape[1])
-        return [np.take_along_axis(values, rows[:, :, None], axis=1)]
+        rows = self.row_count(io)
+        first = _indices(self.name, idx, values.shape[1], rows)
+        every = (first[:, :, None] + np.arange(rows)).reshape(first.shape[0], -1)  # [N, W * R]
+        return [np.take_along_axis(values, every[:, :, None], axis=1)]
 
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
         return Ranges([in_ranges[0]])

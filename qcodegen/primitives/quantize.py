@@ -82,10 +82,14 @@ class _QuantParams(Primitive):
                     zp=int(zp[0]))
 
 
+_ROUNDINGS = {"half_even": "qc_round_half_even_f32", "half_away_from_zero": "qc_round_half_away_f32"}
+
+
 @register
 class Quantize(_QuantParams):
     """f32 -> integer. attrs: scale, zero_point, axis, qmin, qmax (storage range, inside the output type;
-    e.g. [-8, 7] for 4-bit data in i8)."""
+    e.g. [-8, 7] for 4-bit data in i8), rounding: "half_even" (default; StableHLO, MLIR quant) or
+    "half_away_from_zero" (TFLite's TfLiteRound)."""
 
     name = "QUANTIZE"
 
@@ -100,9 +104,14 @@ class Quantize(_QuantParams):
         require(x.name == "f32", f"QUANTIZE: input type must be f32, got {x}")
         require(y.name in _INT_TYPES, f"QUANTIZE: output type {y} is not one of {list(_INT_TYPES)}")
         qmin, qmax = self.storage(io)
+        require(self.rounding(io) in _ROUNDINGS, f"QUANTIZE: rounding must be one of {sorted(_ROUNDINGS)}")
         require(y.min <= qmin <= qmax <= y.max, f"QUANTIZE: [qmin, qmax] = [{qmin}, {qmax}] is empty or "
                                                 f"outside the {y} range")
         self.check_params(io, qmin, qmax)
+
+    @staticmethod
+    def rounding(io: StepIO) -> str:
+        return io.attrs.get("rounding", "half_even")
 
     def float_bounds(self, io: StepIO) -> tuple[np.float32, np.float32]:
         qmin, qmax = self.storage(io)
@@ -118,7 +127,12 @@ class Quantize(_QuantParams):
             v = v + self.view(io, zp.astype(np.float32))
             v = np.where(v >= lo, v, lo)  # NaN -> qmin
             v = np.where(v > hi, hi, v)
-            r = np.rint(v).astype(np.int64)
+            if self.rounding(io) == "half_even":
+                r = np.rint(v).astype(np.int64)
+            else:  # trunc, then the exact fraction decides (as qc_round_half_away_f32)
+                t = np.trunc(v)
+                frac = v - t
+                r = t.astype(np.int64) + (frac >= np.float32(0.5)) - (frac <= np.float32(-0.5))
         return [np.clip(r, qmin, qmax)]
 
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
@@ -136,7 +150,7 @@ class Quantize(_QuantParams):
         _, zp = self.params(io)
         return dict(super().template_context(io), lo=c_literal(lo, F32), hi=c_literal(hi, F32),
                     zp_f32=c_literal(np.float32(zp[0]), F32), qmin=qmin, qmax=qmax,
-                    int_clamp=float(lo) < qmin or float(hi) > qmax)
+                    int_clamp=float(lo) < qmin or float(hi) > qmax, round_fn=_ROUNDINGS[self.rounding(io)])
 
 
 @register
