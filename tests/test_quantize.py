@@ -180,3 +180,11 @@ def test_quantize_half_away_from_zero_ties():
     got = run_reference(sched, [x])["out0"]
     assert got.tolist() == [1, -1, 2, -2, 3, -3, 0, 0, 127, -128]
     assert c_vs_reference(sched, inputs=[[x]]).bit_exact
+
+
+def test_quantize_nan_value():
+    x = np.array([np.nan, 1.0, -np.nan, 2.0], np.float32)
+    sched = prepare(step_schedule("QUANTIZE", [Var((4,), "f32")], [((4,), "i8")], scale=1.0, zero_point=0,
+                                  qmin=-128, qmax=127, nan_value=0))
+    assert run_reference(sched, [x])["out0"].tolist() == [0, 1, 0, 2]
+    assert c_vs_reference(sched, inputs=[[x]]).bit_exact

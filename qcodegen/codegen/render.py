@@ -3,6 +3,7 @@ and with the harness, main.c and a Makefile."""
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 from dataclasses import dataclass, field
@@ -138,8 +139,14 @@ class GeneratedModel:
 
 
 def _environment(target: Target) -> jinja2.Environment:
+    return _environment_for(tuple(str(p) for p in target.template_dirs()))
+
+
+@functools.lru_cache(maxsize=16)
+def _environment_for(template_dirs: tuple[str, ...]) -> jinja2.Environment:
+    """One Jinja environment (and its compiled-template cache) per template search path."""
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader([str(p) for p in target.template_dirs()]),
+        loader=jinja2.FileSystemLoader(list(template_dirs)),
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
     )
     env.filters["cint"] = lambda v: _int_literal(int(v), "int64_t" if abs(int(v)) >= 1 << 31 else "int")

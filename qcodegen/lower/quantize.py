@@ -29,10 +29,12 @@ def _operands(lw: Lowerer, float_side: str) -> tuple[str, str]:
 
 
 @rule("quantize")
-def lower_quantize(lw: Lowerer, op: Op) -> None:
+def lower_quantize(lw: Lowerer, op: Op, nan_value: int | None = None) -> None:
+    """`nan_value`: the storage value a NaN input becomes (default: the storage minimum)."""
     src, dst = _operands(lw, "input")
     q = lw.quant_out(0, per_tensor=False)
-    lw.emit("QUANTIZE", [src], [dst], qmin=q.storage_min, qmax=q.storage_max, **_quant_attrs(lw, q, dst))
+    extra = {} if nan_value is None else {"nan_value": nan_value}
+    lw.emit("QUANTIZE", [src], [dst], qmin=q.storage_min, qmax=q.storage_max, **_quant_attrs(lw, q, dst), **extra)
 
 
 @rule("dequantize")

@@ -23,7 +23,7 @@ def lower_uniform_quantize(lw: Lowerer, op: Op) -> None:
         raise UnsupportedError(f"{lw.label}: sub-channel quantization is not supported at run time (only for "
                                "constants folded at plan time)")
     if x.quant is None:
-        RULES["quantize"](lw, op)
+        RULES["quantize"](lw, op, nan_value=0)  # the StableHLO interpreter quantizes NaN to storage value 0
     else:
         requantize(lw, x.name, x.quant, y.name, y.quant)
 

@@ -89,7 +89,7 @@ _ROUNDINGS = {"half_even": "qc_round_half_even_f32", "half_away_from_zero": "qc_
 class Quantize(_QuantParams):
     """f32 -> integer. attrs: scale, zero_point, axis, qmin, qmax (storage range, inside the output type;
     e.g. [-8, 7] for 4-bit data in i8), rounding: "half_even" (default; StableHLO, MLIR quant) or
-    "half_away_from_zero" (TFLite's TfLiteRound)."""
+    "half_away_from_zero" (TFLite's TfLiteRound), nan_value (the result for a NaN input; default qmin)."""
 
     name = "QUANTIZE"
 
@@ -104,10 +104,15 @@ class Quantize(_QuantParams):
         require(x.name == "f32", f"QUANTIZE: input type must be f32, got {x}")
         require(y.name in _INT_TYPES, f"QUANTIZE: output type {y} is not one of {list(_INT_TYPES)}")
         qmin, qmax = self.storage(io)
+        nan_value = self.nan_value(io)
+        require(qmin <= nan_value <= qmax, f"QUANTIZE: nan_value {nan_value} is outside [{qmin}, {qmax}]")
         require(self.rounding(io) in _ROUNDINGS, f"QUANTIZE: rounding must be one of {sorted(_ROUNDINGS)}")
         require(y.min <= qmin <= qmax <= y.max, f"QUANTIZE: [qmin, qmax] = [{qmin}, {qmax}] is empty or "
                                                 f"outside the {y} range")
         self.check_params(io, qmin, qmax)
+
+    def nan_value(self, io: StepIO) -> int:
+        return int(io.attrs.get("nan_value", self.storage(io)[0]))
 
     @staticmethod
     def rounding(io: StepIO) -> str:
@@ -133,7 +138,7 @@ class Quantize(_QuantParams):
                 t = np.trunc(v)
                 frac = v - t
                 r = t.astype(np.int64) + (frac >= np.float32(0.5)) - (frac <= np.float32(-0.5))
-        return [np.clip(r, qmin, qmax)]
+        return [np.where(np.isnan(x), self.nan_value(io), np.clip(r, qmin, qmax))]
 
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
         return Ranges([self.storage(io)])
@@ -150,7 +155,9 @@ class Quantize(_QuantParams):
         _, zp = self.params(io)
         return dict(super().template_context(io), lo=c_literal(lo, F32), hi=c_literal(hi, F32),
                     zp_f32=c_literal(np.float32(zp[0]), F32), qmin=qmin, qmax=qmax,
-                    int_clamp=float(lo) < qmin or float(hi) > qmax, round_fn=_ROUNDINGS[self.rounding(io)])
+                    int_clamp=float(lo) < qmin or float(hi) > qmax,
+                    nan_value=self.nan_value(io) if self.nan_value(io) != qmin else None,
+                    round_fn=_ROUNDINGS[self.rounding(io)])
 
 
 @register
