@@ -210,6 +210,7 @@ class Row:
     ours_instr: int | None = None
     tflm_instr: int | None = None
     arena: int = 0
+    io_bytes: int = 0  # model inputs and outputs (caller buffers; TFLM keeps them in its arena)
     lower_bound: int = 0
     tflm_arena: int = 0
     tflm_head: int = 0
@@ -325,6 +326,7 @@ def measure(name: str, workdir: Path, args: argparse.Namespace) -> Row:
     info = inspect_dict(schedule)
     row.macs, row.arena, row.lower_bound, row.weights = (info["macs"], info["arena_bytes"],
                                                          info["arena_lower_bound_bytes"], info["weights_bytes"])
+    row.io_bytes = sum(schedule.buffers[n].nbytes for n in schedule.inputs + schedule.outputs)
     row.compile_s = compile_time(path, workdir / f"{name}_cli", args.compile_repeats)
 
     target = load_target("generic")
@@ -375,6 +377,7 @@ COLUMNS: list[tuple[str, Callable[[Row], str]]] = [
     ("TFLM µs", lambda r: f"{r.tflm_us:,.0f}"),
     ("ours µs", lambda r: f"{r.ours_us:,.1f}"),
     ("arena ours", lambda r: f"{r.arena:,}"),
+    ("ours + I/O", lambda r: f"{r.arena + r.io_bytes:,}"),
     ("TFLM arena total / head", lambda r: f"{r.tflm_arena:,} / {r.tflm_head:,}"),
     ("live-set lower bound", lambda r: f"{r.lower_bound:,}"),
     ("ours / bound", lambda r: f"{r.arena / r.lower_bound:.3f}" if r.lower_bound else "n/a"),
@@ -423,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(measure(name, Path(tmp), args))
     text = table(rows)
     print(text)
+    for line in targets(rows):
+        print(line)
     for r in rows:
         for note in r.notes:
             print(f"{r.model}: {note}")
@@ -430,17 +435,37 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps([vars(r) for r in rows], indent=1) + "\n")
     if args.write:
         command = "python bench/tflite_bench.py " + " ".join(argv if argv is not None else sys.argv[1:])
-        Path(args.write).write_text(report(text, command.strip()))
+        Path(args.write).write_text(report(rows, text, command.strip()))
     return 0 if all(r.bit_exact is not False for r in rows) else 1
 
 
-def report(text: str, command: str) -> str:
+def targets(rows: list[Row]) -> list[str]:
+    """Issue 3's targets, each with whether these rows meet it."""
+    mlperf = [r for r in rows if r.model in MLPERF]
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "**missed**"
+
+    ratios = [r.ratio for r in mlperf if r.ratio is not None]
+    return [
+        f"bit-exact with TFLM on every model: {verdict(all(r.bit_exact for r in rows))}",
+        f"generic C at most 1/3 of TFLM's instructions on every MLPerf-Tiny-shaped model: "
+        f"{verdict(len(ratios) == len(mlperf) and max(ratios, default=1) <= 1 / 3)} "
+        f"(worst {max(ratios, default=float('nan')):.3f})",
+        f"arena <= TFLM's arena: {verdict(all(r.arena <= r.tflm_arena for r in rows))}; within 10% of the live-set "
+        f"lower bound: {verdict(all(r.arena <= 1.1 * r.lower_bound for r in rows))}",
+        f"`qcodegen compile` under 2 s per model: {verdict(all(r.compile_s < 2 for r in rows))} "
+        f"(slowest {max(r.compile_s for r in rows):.2f} s)",
+    ]
+
+
+def report(rows: list[Row], text: str, command: str) -> str:
     date = datetime.date.today().isoformat()
     return (f"# TFLite benchmark: generated generic C vs TFLite Micro\n\n"
             f"- date: {date}\n- machine: {machine()}\n- command: `{command}`\n"
             f"- TFLM: tflite-micro {_tflm_version()} reference kernels, `invoke()` from Python\n"
             f"- ours: target `generic` ({' '.join(load_target('generic').cflags)}), harness executable\n\n"
-            f"{text}\n\n{LEGEND}")
+            f"{text}\n\nTargets (issue 3):\n" + "".join(f"- {t}\n" for t in targets(rows)) + f"\n{LEGEND}")
 
 
 def _tflm_version() -> str:
@@ -453,14 +478,16 @@ def _tflm_version() -> str:
 
 LEGEND = """\
 Columns: instructions of one inference counted by valgrind callgrind (ours: `--toggle-collect=<name>_run` on the
-harness; TFLM: `--toggle-collect='tflite::micro::MicroInterpreter::Invoke()'`, the wheel's `_runtime.so` is not
-stripped); ratio = ours / TFLM; MACs from `qcodegen inspect` (full windows, padding taps included); µs = wall
-time per inference on this machine (ours: harness `-n N`; TFLM: `invoke()` from Python); arena ours =
-`<NAME>_ARENA_SIZE` (model inputs and outputs are caller buffers, not in the arena); TFLM arena = the
-RecordingMicroAllocator total (arena_used_bytes: tensors + persistent data) / its head (non-persistent tensor
-data, inputs and outputs included); lower bound = `inspect`'s live-set lower bound (max over steps of the bytes
-of the temporaries live across the step); weights = constant bytes in flash; compile s = wall time of
-`qcodegen compile MODEL --harness` in a fresh process (best of the runs).
+harness; TFLM: `--toggle-collect='tflite::micro::MicroInterpreter::Invoke()'` in a Python child that invokes once:
+the wheel's `_runtime.so` is not stripped and the interpreter lives in namespace `tflite::micro` in this version,
+mangled `_ZN6tflite5micro16MicroInterpreter6InvokeEv`); ratio = ours / TFLM; MACs from `qcodegen inspect` (full
+windows, padding taps included); µs = wall time per inference on this machine (ours: harness `-n N`; TFLM:
+`invoke()` from Python); arena ours = `<NAME>_ARENA_SIZE` (model inputs and outputs are caller buffers, not in the
+arena; ours + I/O adds them); TFLM arena = the RecordingMicroAllocator total (arena_used_bytes: tensors + persistent
+data) / its head (non-persistent tensor data, inputs and outputs included); lower bound = `inspect`'s live-set lower
+bound (max over steps of the bytes of the temporaries live across the step, a buffer written in place over its input
+counted once); weights = constant bytes in flash; compile s = wall time of `qcodegen compile MODEL --harness` in a
+fresh process (best of the runs).
 """
 
 

@@ -1,4 +1,5 @@
-"""quantize (f32 -> q) and dequantize (q -> f32): one QUANTIZE / DEQUANTIZE step, per tensor or per axis."""
+"""quantize (f32 -> q) and dequantize (q -> f32): one QUANTIZE / DEQUANTIZE step, per tensor, per axis or per
+block (sub-channel: the block grid of scales and zero points, indexed per element in the C)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ def _quant_attrs(lw: Lowerer, q: QuantType, name: str) -> dict[str, Any]:
     if q.kind == "per_axis":
         return {"scale": [float(s) for s in q.scales], "zero_point": [int(z) for z in q.zero_points],
                 "axis": int(q.axis)}
-    raise lw.error(f"tensor {name!r}: {q.kind} quantization is not supported here (per tensor or per axis)")
+    return {"scale": q.scales.tolist(), "zero_point": q.zero_points.tolist(),
+            "block_sizes": [int(b) for b in q.block_sizes]}
 
 
 def _operands(lw: Lowerer, float_side: str) -> tuple[str, str]:

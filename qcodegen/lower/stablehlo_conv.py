@@ -17,6 +17,10 @@ batch groups, 0 to 3 spatial dimensions):
 The integer accumulator is exact. (The interpreter computes the same exact sum for NHWC/NCHW layouts without lhs
 dilation; for other layouts it falls back to a float32 convolution, whose rounding the exact sum can differ from.)
 
+Sub-channel (blockwise) constant weights: one convolution per input-channel block, the i32 partial sums summed at
+a common scale (stablehlo_blockwise.py); dot_general with such weights (no batching dimensions) is a 1x1
+convolution (i8 or i4 weights; i8 weights with a 4-bit storage range are stored as packed i4).
+
 dot_general: lhs and rhs transposed to [batch, free, contracting] and [batch, contracting, free], one MATMUL with
 both zero points, the accumulator rescaled as above (per-axis rhs: per channel along the result dimension of the
 rhs quantization dimension).
@@ -33,6 +37,7 @@ from ..ir.graph import Op, Tensor
 from ..ir.quant import QuantType
 from .base import Lowerer, rule
 from .common import crop_input, expect_shape
+from .stablehlo_blockwise import combine, narrowed, partial_bound, segments, weight_zero_point
 from .stablehlo_common import copy, dilate, is_const, operands, per_tensor, permute, rescale_i32, reshaped, strided
 from .window import Window, window
 
@@ -47,13 +52,6 @@ class _Axis:
     lo: int
     hi: int
     dilation: int
-
-
-def _weight_zp(lw: Lowerer, q: QuantType) -> int:
-    zps = np.unique(q.zero_points)
-    if zps.size != 1:
-        raise UnsupportedError(f"{lw.label}: weights with different zero points per channel")
-    return int(zps[0])
 
 
 def _accumulate(lw: Lowerer, parts: list[str], base: str) -> str:
@@ -188,7 +186,9 @@ def _weights(lw: Lowerer, rhs: Tensor, lhs: Tensor) -> tuple[int, np.ndarray]:
     if lhs.dtype.name != "i8" or rhs.dtype.name not in ("i8", "i4"):
         raise UnsupportedError(f"{lw.label}: {lhs.dtype} x {rhs.dtype} operands (i8 x i8 or i8 x i4 only)")
     if q.kind == "per_axis":
-        return _weight_zp(lw, q), lhs.quant.scale * q.scales
+        return weight_zero_point(lw, q), lhs.quant.scale * q.scales
+    if q.kind == "sub_channel":  # per-block scales: see _blockwise
+        return weight_zero_point(lw, q), np.float64(lhs.quant.scale)
     return q.zero_point, np.float64(lhs.quant.scale * q.scale)
 
 
@@ -196,8 +196,8 @@ def _weights(lw: Lowerer, rhs: Tensor, lhs: Tensor) -> tuple[int, np.ndarray]:
 def lower_convolution(lw: Lowerer, op: Op) -> None:
     (lhs, rhs), (y,) = operands(lw, op, 2)
     ql = per_tensor(lw, lhs)
-    if rhs.quant is None or y.quant is None or rhs.quant.kind == "sub_channel":
-        raise UnsupportedError(f"{lw.label}: hybrid or sub-channel convolutions are not supported")
+    if rhs.quant is None or y.quant is None:
+        raise UnsupportedError(f"{lw.label}: hybrid convolutions are not supported")
     wzp, scales = _weights(lw, rhs, lhs)
     d = lw.attr("dimension_numbers")
     k = len(d.input_spatial_dimensions)
@@ -235,7 +235,15 @@ def lower_convolution(lw: Lowerer, op: Op) -> None:
         w = reshaped(lw, w, (ws[0], *ws[1:-1], *([1] * (2 - k)), ws[-1]))
         axes += [_Axis(1, 0, 0, 1)] * (2 - k)
     conv = _Conv(lw, ql.zero_point, wzp, base)
-    acc = _grouped(lw, conv, x, w, axes, groups, batch_groups)
+    if rhs.quant.kind == "sub_channel":
+        if groups != 1 or batch_groups != 1:
+            raise UnsupportedError(f"{lw.label}: grouped convolutions with sub-channel weights")
+        w_scales = np.transpose(rhs.quant.expand(rhs.shape)[0], [
+            d.kernel_output_feature_dimension, *d.kernel_spatial_dimensions, d.kernel_input_feature_dimension])
+        w_scales = w_scales.reshape(lw.schedule.buffers[w].shape)
+        acc, scales = _blockwise(conv, x, w, w_scales, axes, ql, rhs.quant)
+    else:
+        acc = _grouped(lw, conv, x, w, axes, groups, batch_groups)
     acc_shape = lw.schedule.buffers[acc].shape
     if k < 2:
         acc = reshaped(lw, acc, (acc_shape[0], *acc_shape[1:1 + k], acc_shape[-1]))
@@ -262,6 +270,43 @@ def _grouped(lw: Lowerer, conv: _Conv, x: str, w: str, axes: list[_Axis], groups
     return out
 
 
+def _blockwise(conv: _Conv, x: str, w: str, w_scales: np.ndarray, axes: list[_Axis], ql: QuantType,
+               q_w: QuantType) -> tuple[str, np.ndarray]:
+    """Sub-channel weights [O, K..., I] (per-element scales `w_scales`): one convolution per input-channel block
+    over the sliced input and weights, summed at a common scale (stablehlo_blockwise). Returns the channels-last
+    accumulator and its per-channel scales."""
+    lw = conv.lw
+    last = len(lw.schedule.buffers[w].shape) - 1
+    parts, scales, bounds = [], [], []
+    blocks = segments(lw, w_scales)
+    for start, stop in blocks:
+        xs = x if len(blocks) == 1 else conv.slice(x, last, start, stop - start)
+        ws = narrowed(lw, w if len(blocks) == 1 else conv.slice(w, last, start, stop - start), q_w)
+        parts.append(conv.conv_nd(xs, ws, axes, 1))
+        scales.append(ql.scale * w_scales.reshape(w_scales.shape[0], -1, w_scales.shape[-1])[:, 0, start])
+        bounds.append(partial_bound(lw.schedule.buffers[ws].data, conv.wzp, ql))
+    return combine(lw, parts, scales, bounds, conv.base)
+
+
+def _blockwise_dot(lw: Lowerer, lhs: Tensor, rhs: Tensor, y: Tensor, lf: list[int], lc: list[int], rc: list[int],
+                   rf: list[int]) -> None:
+    """dot_general with sub-channel constant weights and no batching dimensions: a 1x1 convolution per block."""
+    ql = per_tensor(lw, lhs)
+    if not is_const(lw, rhs.name) or y.quant.kind != "per_tensor":
+        raise UnsupportedError(f"{lw.label}: sub-channel dot_general needs constant weights and a per-tensor result")
+    wzp, _ = _weights(lw, rhs, lhs)
+    m, kk, n = _volume(lhs, lf), _volume(lhs, lc), _volume(rhs, rf)
+    x = reshaped(lw, permute(lw, lhs.name, lf + lc), (1, m, 1, kk))
+    w = reshaped(lw, permute(lw, rhs.name, rf + rc), (n, 1, 1, kk))
+    w_scales = np.transpose(rhs.quant.expand(rhs.shape)[0], rf + rc).reshape(n, 1, 1, kk)
+    unit = _Axis(1, 0, 0, 1)
+    acc, scales = _blockwise(_Conv(lw, ql.zero_point, wzp, y.name), x, w, w_scales, [unit, unit], ql,
+                              rhs.quant)
+    tmp = lw.temp(f"{y.name}_q", (m, n), y.dtype)
+    _rescale_acc(lw, reshaped(lw, acc, (m, n)), scales, y, tmp)
+    copy(lw, reshaped(lw, tmp, y.shape), y.name)
+
+
 def _volume(t: Tensor, dims: list[int]) -> int:
     return int(np.prod([t.shape[i] for i in dims], dtype=np.int64))
 
@@ -270,16 +315,21 @@ def _volume(t: Tensor, dims: list[int]) -> int:
 def lower_dot_general(lw: Lowerer, op: Op) -> None:
     (lhs, rhs), (y,) = operands(lw, op, 2)
     ql = per_tensor(lw, lhs)
-    if rhs.quant is None or y.quant is None or rhs.quant.kind == "sub_channel":
-        raise UnsupportedError(f"{lw.label}: hybrid or sub-channel dot_general is not supported")
-    if rhs.dtype.name != "i8":
-        raise UnsupportedError(f"{lw.label}: {lhs.dtype} x {rhs.dtype} dot_general (i8 x i8 only)")
-    wzp, scales = _weights(lw, rhs, lhs)
+    if rhs.quant is None or y.quant is None:
+        raise UnsupportedError(f"{lw.label}: hybrid dot_general is not supported")
     d = lw.attr("dot_dimension_numbers")
     lb, rb = list(d.lhs_batching_dimensions), list(d.rhs_batching_dimensions)
     lc, rc = list(d.lhs_contracting_dimensions), list(d.rhs_contracting_dimensions)
     lf = [i for i in range(len(lhs.shape)) if i not in lb + lc]
     rf = [i for i in range(len(rhs.shape)) if i not in rb + rc]
+    if rhs.quant.kind == "sub_channel" and not lb:
+        expect_shape(lw, y, tuple(lhs.shape[i] for i in lf) + tuple(rhs.shape[i] for i in rf))
+        _blockwise_dot(lw, lhs, rhs, y, lf, lc, rc, rf)
+        return
+    if rhs.dtype.name != "i8" or rhs.quant.kind == "sub_channel":
+        raise UnsupportedError(f"{lw.label}: {lhs.dtype} x {rhs.dtype} {rhs.quant.kind} dot_general (i8 x i8 "
+                               "only; sub-channel weights without batching dimensions)")
+    wzp, scales = _weights(lw, rhs, lhs)
     b, m, kk, n = _volume(lhs, lb), _volume(lhs, lf), _volume(lhs, lc), _volume(rhs, rf)
     a = reshaped(lw, permute(lw, lhs.name, lb + lf + lc), (b, m, kk))
     w = reshaped(lw, permute(lw, rhs.name, rb + rc + rf), (b, kk, n))

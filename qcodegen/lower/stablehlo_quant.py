@@ -2,7 +2,8 @@
 quant.qcast / quant.dcast / quant.scast.
 
 float -> quantized and quantized -> float are the model boundary: QUANTIZE / DEQUANTIZE (float C, the
-interpreter's f32 formulas, SEMANTICS §7). quantized -> quantized is a requantization (stablehlo_common.requantize:
+interpreter's f32 formulas, SEMANTICS §7; per tensor, per axis or sub-channel with per-block scales).
+quantized -> quantized is a requantization (stablehlo_common.requantize:
 a lookup table of the interpreter's formula for <= 16-bit storage, a RESCALE half to even for i32). Storage <->
 quantized casts move the stored integers unchanged."""
 
@@ -19,9 +20,6 @@ def lower_uniform_quantize(lw: Lowerer, op: Op) -> None:
     (x,), (y,) = operands(lw, op, 1)
     if y.quant is None:
         raise lw.error(f"result {y.name!r} must be quantized")
-    if y.quant.kind == "sub_channel" or (x.quant is not None and x.quant.kind == "sub_channel"):
-        raise UnsupportedError(f"{lw.label}: sub-channel quantization is not supported at run time (only for "
-                               "constants folded at plan time)")
     if x.quant is None:
         RULES["quantize"](lw, op, nan_value=0)  # the StableHLO interpreter quantizes NaN to storage value 0
     else:

@@ -30,8 +30,9 @@ class _Group:
 
 
 def plan_memory(schedule: Schedule) -> None:
-    steps = [s for _, s in execution_order(schedule)]  # fused groups run as one step; their intermediates
-    bufs = schedule.buffers                               # are no step's operands, so they get no arena space
+    # a fused group runs as one step; its intermediates are no step's operands, so they get no arena space
+    steps = [s for _, s in execution_order(schedule)]
+    bufs = schedule.buffers
     first: dict[str, int] = {}
     last: dict[str, int] = {}
     for k, step in enumerate(steps):

@@ -41,11 +41,7 @@ def part_ios(io: StepIO) -> list[StepIO]:
 
 
 class Fused(Primitive):
-    """attrs: parts (list of Step), internal (dict name -> Buffer)."""
-
-    @property
-    def template(self) -> str:
-        return f"{self.name.lower()}.c.j2"
+    """attrs: parts (list of Step), internal (dict name -> Buffer), steps (schedule indices of the parts)."""
 
     def infer_shapes(self, io: StepIO) -> list[tuple[int, ...]]:
         return [io.outs[0].shape]

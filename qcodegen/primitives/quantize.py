@@ -6,7 +6,9 @@ QUANTIZE:   v = x / scale (f32 division); v = v + f32(zero_point) (f32 addition)
             [qmin, qmax] in integers, which only matters for i32 bounds that f32 rounds outward).
 DEQUANTIZE: f32(q - zero_point) * scale, the subtraction exact in integers, then one f32 multiply.
 
-Scales and zero points are per tensor, or per axis (lists along `axis`). The numpy reference computes in
+Scales and zero points are per tensor, per axis (lists along `axis`), or per block (sub-channel: attr
+`block_sizes`, one per dimension, with scale / zero_point arrays shaped shape // block_sizes; the C indexes the
+block of each element with literal divisions). The numpy reference computes in
 float32 one IEEE operation at a time; the C does the same operations with float variables and is built
 with -ffp-contract=off. Bit-exactness assumes IEEE binary32 with FLT_EVAL_METHOD == 0 (SSE, AArch64, Arm
 FPU / soft-float; not x87), round-to-nearest for the division, addition and multiplication, and
@@ -29,37 +31,63 @@ _INT_TYPES = ("i4", "u4", "i8", "u8", "i16", "u16", "i32")
 
 
 class _QuantParams(Primitive):
-    """attrs: scale (float, or list along `axis`), zero_point (int, or list), axis (with list scales)."""
+    """attrs: scale (float, list along `axis`, or array per block), zero_point (int, list or array), axis (with
+    list scales), block_sizes (with block arrays)."""
 
     def infer_shapes(self, io: StepIO) -> list[tuple[int, ...]]:
         return [io.ins[0].shape]
 
     @staticmethod
-    def per_axis(io: StepIO) -> bool:
-        return np.ndim(io.attrs["scale"]) == 1
+    def blocked(io: StepIO) -> bool:
+        return "block_sizes" in io.attrs
+
+    def per_axis(self, io: StepIO) -> bool:
+        return not self.blocked(io) and np.ndim(io.attrs["scale"]) == 1
 
     def axis(self, io: StepIO) -> int:
         rank = len(io.ins[0].shape)
         return int(io.attrs.get("axis", -1)) % rank if self.per_axis(io) else rank
 
     def params(self, io: StepIO) -> tuple[np.ndarray, np.ndarray]:
-        """float32 scales and int64 zero points, one per channel (one entry when per tensor)."""
-        scale = np.atleast_1d(np.asarray(io.attrs["scale"], np.float64)).astype(np.float32)
-        zp = np.broadcast_to(np.asarray(io.attrs["zero_point"], np.int64), scale.shape)
+        """float32 scales and int64 zero points, one per channel or block (one entry when per tensor), flat."""
+        scale = np.asarray(io.attrs["scale"], np.float64).astype(np.float32).reshape(-1)
+        zp = np.broadcast_to(np.asarray(io.attrs["zero_point"], np.int64).reshape(-1), scale.shape)
         return scale, zp
 
+    def grid(self, io: StepIO) -> tuple[int, ...]:
+        """The block grid (shape // block_sizes) of a sub-channel quantization."""
+        return tuple(e // b for e, b in zip(io.ins[0].shape, io.attrs["block_sizes"], strict=True))
+
     def view(self, io: StepIO, values: np.ndarray) -> np.ndarray:
-        """Per-channel values shaped to broadcast against the data."""
+        """Per-channel or per-block values shaped to broadcast against the data."""
+        if self.blocked(io):
+            values = values.reshape(self.grid(io))
+            for dim, block in enumerate(io.attrs["block_sizes"]):
+                values = np.repeat(values, int(block), axis=dim)
+            return values
         if not self.per_axis(io):
             return values.reshape(())
         shape = [1] * len(io.ins[0].shape)
         shape[self.axis(io)] = values.size
         return values.reshape(shape)
 
+    def check_blocks(self, io: StepIO) -> None:
+        a, shape = io.attrs, io.ins[0].shape
+        blocks = [int(b) for b in a["block_sizes"]]
+        require(len(blocks) == len(shape), f"{self.name}: {len(blocks)} block sizes for rank {len(shape)}")
+        require(all(b > 0 and e % b == 0 for e, b in zip(shape, blocks, strict=True)),
+                f"{self.name}: block sizes {blocks} do not divide the shape {list(shape)}")
+        grid = self.grid(io)
+        require(np.shape(a["scale"]) == grid, f"{self.name}: scales shaped {list(np.shape(a['scale']))}, expected "
+                                              f"{list(grid)} (shape // block_sizes)")
+        require(np.ndim(a["zero_point"]) == 0 or np.shape(a["zero_point"]) == grid,
+                f"{self.name}: zero points shaped {list(np.shape(a['zero_point']))}, expected {list(grid)}")
+
     def check_params(self, io: StepIO, storage_lo: int, storage_hi: int) -> None:
         a = io.attrs
-        require(np.ndim(a["scale"]) <= 1, f"{self.name}: scale must be a number or a list")
-        if self.per_axis(io):
+        if self.blocked(io):
+            self.check_blocks(io)
+        elif self.per_axis(io):
             rank = len(io.ins[0].shape)
             axis = int(a.get("axis", -1))
             require(-rank <= axis < rank, f"{self.name}: axis {axis} out of range for rank {rank}")
@@ -68,6 +96,7 @@ class _QuantParams(Primitive):
             require(np.ndim(a["zero_point"]) == 0 or len(a["zero_point"]) == n,
                     f"{self.name}: {np.size(a['zero_point'])} zero points for {n} scales")
         else:
+            require(np.ndim(a["scale"]) == 0, f"{self.name}: scale must be a number, a list or block_sizes")
             require(np.ndim(a["zero_point"]) == 0, f"{self.name}: a list of zero points needs a list of scales")
         scale, zp = self.params(io)
         require(bool(np.all(np.isfinite(scale) & (scale > 0))),
@@ -75,11 +104,25 @@ class _QuantParams(Primitive):
         require(bool(np.all((zp >= storage_lo) & (zp <= storage_hi))),
                 f"{self.name}: zero point {a['zero_point']} outside [{storage_lo}, {storage_hi}]")
 
+    def block_index(self, io: StepIO) -> str:
+        """C expression of the block number of flat element i (row-major over the block grid)."""
+        shape, grid = io.ins[0].shape, self.grid(io)
+        terms = []
+        for dim, (extent, block, count) in enumerate(zip(shape, io.attrs["block_sizes"], grid, strict=True)):
+            if count == 1:
+                continue
+            stride = int(np.prod(shape[dim + 1:], dtype=np.int64))
+            grid_stride = int(np.prod(grid[dim + 1:], dtype=np.int64))
+            term = f"(i / {stride}) % {extent}" if dim else f"i / {stride}"
+            terms.append(f"(({term}) / {int(block)}) * {grid_stride}")
+        return " + ".join(terms) or "0"
+
     def template_context(self, io: StepIO) -> dict:
         scale, zp = self.params(io)
         geometry = axis_split(io.ins[0].shape, self.axis(io)) if self.per_axis(io) else {}
-        return dict(geometry, per_axis=self.per_axis(io), size=io.ins[0].size, scale=c_literal(scale[0], F32),
-                    zp=int(zp[0]))
+        blocked = dict(block_index=self.block_index(io)) if self.blocked(io) else {}
+        return dict(geometry, **blocked, per_axis=self.per_axis(io), blocked=self.blocked(io),
+                    size=io.ins[0].size, scale=c_literal(scale[0], F32), zp=int(zp[0]))
 
 
 _ROUNDINGS = {"half_even": "qc_round_half_even_f32", "half_away_from_zero": "qc_round_half_away_f32"}
@@ -144,7 +187,7 @@ class Quantize(_QuantParams):
         return Ranges([self.storage(io)])
 
     def constants(self, io: StepIO) -> dict[str, np.ndarray]:
-        if not self.per_axis(io):
+        if not (self.per_axis(io) or self.blocked(io)):
             return {}
         scale, zp = self.params(io)
         return {"scale": scale, "zero_point": zp.astype(np.float32)}
@@ -183,7 +226,7 @@ class Dequantize(_QuantParams):
         return Ranges([(0, 0)])  # not tracked for float buffers
 
     def constants(self, io: StepIO) -> dict[str, np.ndarray]:
-        if not self.per_axis(io):
+        if not (self.per_axis(io) or self.blocked(io)):
             return {}
         scale, zp = self.params(io)
         return {"scale": scale, "zero_point": zp.astype(np.int32)}

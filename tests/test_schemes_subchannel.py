@@ -1,0 +1,157 @@
+"""Sub-channel (blockwise) quantization (docs/schemes.md): run-time QUANTIZE / DEQUANTIZE with per-block scales, and
+constant blockwise weights of dot_general / convolution (one CONV2D per block, RESCALE to a common i32 scale, ADD
+chain, output RESCALE). Generated C == numpy reference bit for bit; accuracy against the float definition
+(dequantize, float dot, quantize) within 1 LSB; flash of blockwise i4 vs per-channel i8 on a 640x128 dense layer."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qcodegen.compiler import plan
+from qcodegen.errors import UnsupportedError
+from qcodegen.frontends import load_model
+from qcodegen.plan.schedule import Schedule
+from qcodegen.reference import run_reference
+from qcodegen.report import inspect_dict
+from qcodegen.testing import Var, assert_bit_exact, prepare, step_schedule, verify_planned
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+sys.path.insert(0, str(EXAMPLES))
+from make_scheme_examples import sub_channel, subchannel_dense  # noqa: E402
+
+# ---- run-time QUANTIZE / DEQUANTIZE per block -----------------------------------------------------
+
+
+def test_blockwise_quantize_hand_computed() -> None:
+    # blocks (1, 2): row 0 scales 0.5 | 0.25, row 1 scales 1 | 2 with zero point 1 on the last block
+    sched = step_schedule("QUANTIZE", [Var((2, 4), "f32")], [((2, 4), "i8")], scale=[[0.5, 0.25], [1.0, 2.0]],
+                          zero_point=[[0, 0], [0, 1]], block_sizes=[1, 2], qmin=-128, qmax=127)
+    x = np.array([[1, 1, 1, 1], [2, 2, 3, 5]], np.float32)
+    # 1/0.5 = 2, 1/0.25 = 4; 2/1 = 2, 3/2 + 1 = 2.5 -> 2 (ties to even), 5/2 + 1 = 3.5 -> 4
+    assert run_reference(prepare(sched), [x])["out0"].tolist() == [[2, 2, 4, 4], [2, 2, 2, 4]]
+    assert_bit_exact(sched, inputs=[[x]])
+
+
+@given(st.data())
+def test_blockwise_quantize_dequantize_bit_exact(data: st.DataObject) -> None:
+    rank = data.draw(st.integers(1, 3))
+    blocks = data.draw(st.lists(st.integers(1, 3), min_size=rank, max_size=rank))
+    grid = data.draw(st.lists(st.integers(1, 3), min_size=rank, max_size=rank))
+    shape = tuple(b * g for b, g in zip(blocks, grid, strict=True))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    scale = rng.uniform(0.01, 2.0, grid).astype(np.float32).tolist()
+    zp = rng.integers(-8, 8, grid).tolist()
+    assert_bit_exact(step_schedule("QUANTIZE", [Var(shape, "f32")], [(shape, "i4")], scale=scale, zero_point=zp,
+                                   block_sizes=blocks, qmin=-8, qmax=7), samples=2)
+    assert_bit_exact(step_schedule("DEQUANTIZE", [Var(shape, "i8")], [(shape, "f32")], scale=scale,
+                                   zero_point=zp, block_sizes=blocks), samples=2)
+
+
+QDQ = """func.func @main(%x: tensor<4x64xf32>) -> tensor<4x64xf32> {
+  %q = stablehlo.uniform_quantize %x : (tensor<4x64xf32>) -> tensor<4x64xQ>
+  %r = stablehlo.uniform_dequantize %q : (tensor<4x64xQ>) -> tensor<4x64xf32>
+  func.return %r : tensor<4x64xf32>
+}
+"""
+
+
+def test_stablehlo_blockwise_qdq_at_run_time(tmp_path: Path) -> None:
+    q = sub_channel("i4", {0: 1, 1: 16}, np.round(np.linspace(0.01, 0.16, 16).reshape(4, 4), 4))
+    path = tmp_path / "qdq.mlir"
+    path.write_text(QDQ.replace("Q", q))
+    sched = plan(load_model(path))
+    assert [s.op for s in sched.steps] == ["QUANTIZE", "DEQUANTIZE"]
+    assert verify_planned(sched, samples=3).bit_exact
+
+
+# ---- blockwise weights ----------------------------------------------------------------------------
+
+
+def _quantize(real: np.ndarray, scale: float, zp: int) -> np.ndarray:
+    return np.clip(np.rint(real / scale) + zp, -128, 127).astype(np.int64)
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "model.mlir"
+    path.write_text(text)
+    return path
+
+
+def _planned(tmp_path: Path, text: str) -> Schedule:
+    return plan(load_model(_write(tmp_path, text)))
+
+
+def test_dense_640x128_i4_blockwise(tmp_path: Path) -> None:
+    """The example layer: bit-exact C, <= 1 LSB from the float definition, i4 weights packed in flash."""
+    graph = load_model(_write(tmp_path, subchannel_dense()))
+    w = graph.tensors["w"]
+    weights, scales = w.data.astype(np.int64), w.quant.expand(w.shape)[0]
+    sched = plan(graph)
+    assert verify_planned(sched, samples=4).bit_exact
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-4, 4, (16, 1, 640)).astype(np.float32)
+    worst = 0
+    for sample in x:
+        values = run_reference(sched, [sample])
+        xq = values["xq"].astype(np.int64)
+        real = (0.03125 * (xq + 3)) @ (weights * scales)
+        worst = max(worst, int(np.abs(values["y"].astype(np.int64) - _quantize(real, 0.25, 5)).max()))
+    assert worst <= 1  # stated bound: 1 LSB of the output scale
+    report = inspect_dict(sched)
+    assert sum(1 for s in report["steps"] if s["op"] == "CONV2D") == 20
+    i4_weights = sum(b.size for b in sched.buffers.values() if b.kind == "const" and b.dtype.name == "i4")
+    assert i4_weights == 640 * 128
+
+
+
+def test_flash_blockwise_i4_vs_per_channel_i8(tmp_path: Path) -> None:
+    """docs/schemes.md: weights_bytes of `qcodegen inspect` for the 640x128 layer."""
+    blockwise = inspect_dict(_planned(tmp_path, subchannel_dense()))["weights_bytes"]
+    per_channel = inspect_dict(_planned(tmp_path, subchannel_dense(per_channel_i8=True)))["weights_bytes"]
+    assert per_channel >= 640 * 128 and blockwise < 0.8 * per_channel, (blockwise, per_channel)
+
+
+CONV = """func.func @main(%x: tensor<1x6x6x8xf32>) -> tensor<1x4x4x3xf32> {
+  %c = stablehlo.constant dense<W> : tensor<3x3x8x3xi8>
+  %w = "quant.scast"(%c) : (tensor<3x3x8x3xi8>) -> tensor<3x3x8x3xQ>
+  %xq = stablehlo.uniform_quantize %x : (tensor<1x6x6x8xf32>) -> XQ
+  %y = stablehlo.convolution(%xq, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [1, 1]}
+    {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (XQ, tensor<3x3x8x3xQ>) -> YQ
+  %r = stablehlo.uniform_dequantize %y : (YQ) -> tensor<1x4x4x3xf32>
+  func.return %r : tensor<1x4x4x3xf32>
+}
+""".replace("XQ", "tensor<1x6x6x8x!quant.uniform<i8:f32, 0.05:2>>").replace(
+    "YQ", "tensor<1x4x4x3x!quant.uniform<i8:f32, 0.5:-1>>")
+
+
+def test_convolution_blockwise_input_channels(tmp_path: Path) -> None:
+    rng = np.random.default_rng(2)
+    w = rng.integers(-8, 8, (3, 3, 8, 3))
+    scales = np.round(rng.uniform(0.01, 0.05, (4, 3)), 4)
+    q = sub_channel("i8<-8:7>", {0: 3, 1: 3, 2: 2, 3: 1}, scales.reshape(1, 1, 4, 3))
+    sched = _planned(tmp_path, CONV.replace("W", np.array2string(w, separator=", ", threshold=10**6))
+                     .replace("Q", q))
+    assert sum(s.op == "CONV2D" for s in sched.steps) == 4
+    assert verify_planned(sched, samples=3).bit_exact
+    x = rng.uniform(-6, 6, (1, 6, 6, 8)).astype(np.float32)
+    values = run_reference(sched, [x])
+    xr = 0.05 * (values["xq"].astype(np.int64) - 2)
+    wr = w * np.repeat(scales, 2, axis=0)
+    real = np.zeros((1, 4, 4, 3))
+    for i in range(4):
+        for j in range(4):
+            real[0, i, j] = np.einsum("abc,abco->o", xr[0, i:i + 3, j:j + 3], wr)
+    assert np.abs(values["y"].astype(np.int64) - _quantize(real, 0.5, -1)).max() <= 1
+
+
+def test_blocks_along_spatial_kernel_dims_rejected(tmp_path: Path) -> None:
+    w = np.zeros((3, 3, 8, 3), np.int64)
+    q = sub_channel("i8", {0: 1, 1: 3, 2: 8, 3: 3}, np.array([[[[0.1]]], [[[0.2]]], [[[0.3]]]]))
+    with pytest.raises(UnsupportedError, match="spatial"):
+        _planned(tmp_path, CONV.replace("W", np.array2string(w, separator=", ")).replace("Q", q))
