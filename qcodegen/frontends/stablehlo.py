@@ -3,10 +3,11 @@
 Each op becomes a Graph op of kind "stablehlo.<op>" (or "quant.qcast" / "quant.dcast" / "quant.scast") with its
 attributes converted to Python values (integers, lists, strings for enums, numpy arrays for dense elements; the
 dimension-number structs of the MLIR AST as they are; a reduction body as the name of its single combiner op in
-attrs["body"]). Tensors carry a QuantType for every `!quant.uniform` type: per tensor, per axis, sub-channel
-(block sizes per dimension), narrowed storage ranges. i1 tensors are `bool` (one byte holding 0 or 1). Types and
-the StableHLO quantization constraints are checked on the way (qcodegen/frontends/stablehlo_verify.py); errors
-name the file position.
+attrs["body"], and a wide quantized reduction's accumulator type in attrs["accumulator"]:
+qcodegen/frontends/stablehlo_reduce.py). Tensors carry a QuantType for every `!quant.uniform` type: per tensor, per
+axis, sub-channel (block sizes per dimension), narrowed storage ranges. i1 tensors are `bool` (one byte holding 0
+or 1). Types and the StableHLO quantization constraints are checked on the way
+(qcodegen/frontends/stablehlo_verify.py); errors name the file position.
 
 Golden checks (`check.expect_eq_const`, `check.expect_almost_eq_const`, `check.expect_eq`, `check.expect_almost_eq`,
 `check.expect_close`, and `stablehlo.custom_call @check.eq / @check.expect_eq / @check.expect_almost_eq /
@@ -16,11 +17,12 @@ them).
 Constants (SEMANTICS §7). Test programs take no arguments: constants feed the computation. A constant that feeds
 the program's data path -- the operand of a `uniform_quantize` (float -> quantized), `bitcast_convert` or
 `quant.scast` (storage -> quantized), or `quant.qcast` whose result is not only used as convolution / dot_general
-weights (the rhs, possibly through data movement) and is not sub-channel quantized -- becomes a model input, so the
-generated C really computes; its value is kept in `Program.feeds`. Every other op whose inputs are all constant is
-folded at plan time (numpy, with the reference interpreter's float32 arithmetic: qcodegen/lower/stablehlo_semantics.py):
-weights are quantized and transposed, index computations are evaluated, float computations on constants are done
-once. Integer constants that are not data (gather indices, reduction init values, pad values) stay constants.
+weights (the rhs, possibly through data movement) or reduction init values and is not sub-channel quantized --
+becomes a model input, so the generated C really computes; its value is kept in `Program.feeds`. Every other op
+whose inputs are all constant is folded at plan time (numpy, with the reference interpreter's float32 arithmetic:
+qcodegen/lower/stablehlo_semantics.py): weights are quantized and transposed, index computations are evaluated,
+float computations on constants are done once. Integer constants that are not data (gather indices, reduction init
+values, pad values) stay constants.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from ..lower import stablehlo_semantics as sem
 from ..primitives.cast import wrap_to
 from .mlir import ast, parse_file
 from .mlir.types import TensorType, UniformQuantType
+from .stablehlo_reduce import fuse_wide_reductions, region_attrs
 from .stablehlo_verify import OpView, TensorT, convert_type, require_supported, verify_op
 
 CHECK_OPS = {"check.expect_eq_const", "check.expect_almost_eq_const", "check.expect_eq", "check.expect_almost_eq",
@@ -48,7 +51,8 @@ CUSTOM_ALMOST_EQ_TOLERANCE = 1e-3  # custom_call @check.expect_almost_eq (stable
 _FEED_OPS = {"stablehlo.uniform_quantize", "stablehlo.bitcast_convert", "quant.qcast", "quant.scast"}
 _MOVEMENT = {"stablehlo.transpose", "stablehlo.reshape", "stablehlo.broadcast_in_dim", "stablehlo.slice",
              "stablehlo.reverse", "stablehlo.bitcast_convert", "quant.scast"}
-_WEIGHT_USES = {("stablehlo.convolution", 1), ("stablehlo.dot_general", 1), ("stablehlo.dot", 1)}
+_WEIGHT_USES = {("stablehlo.convolution", 1), ("stablehlo.dot_general", 1), ("stablehlo.dot", 1),
+                ("stablehlo.reduce", 1), ("stablehlo.reduce_window", 1)}  # and reduction init values
 STABLEHLO_DIALECTS = {"stablehlo", "chlo", "quant", "check"}
 
 
@@ -166,20 +170,6 @@ def _attr_value(attr: ast.Attribute) -> Any:
     return attr  # dimension-number structs, types and dialect attributes as the AST gives them
 
 
-def _body(op: ast.Operation) -> str | None:
-    """The combiner of a reduction region: the name of its single binary op of the two block arguments."""
-    if len(op.regions) != 1 or len(op.regions[0].blocks) != 1:
-        return None
-    block = op.regions[0].blocks[0]
-    ops = block.operations
-    if len(block.arguments) != 2 or len(ops) != 2 or ops[1].name not in ("stablehlo.return", "func.return"):
-        return None
-    args = {a.value for a in block.arguments}
-    if set(ops[0].operands) != args or len(ops[0].operands) != 2 or ops[1].operands != ops[0].results:
-        return None
-    return ops[0].name
-
-
 class _Converter:
     def __init__(self, fn: Function) -> None:
         self.fn = fn
@@ -261,7 +251,7 @@ class _Converter:
             self.add_tensor(name, t, where)
         attrs = {k: _attr_value(v) for k, v in {**op.attributes, **op.properties}.items()}
         if op.regions:
-            attrs["body"] = _body(op)
+            attrs.update(region_attrs(op, where))
         label = f"{Path(self.fn.filename).name}:{op.line}"
         self.graph.ops.append(Op(op.name, inputs, outputs, attrs, name=label))
 
@@ -434,6 +424,7 @@ def finalize(program: Program, outputs: list[str]) -> Program:
     """Set the graph outputs, feed the data constants, fold the rest, drop ops no output needs."""
     graph = program.graph
     graph.outputs = list(dict.fromkeys(outputs))
+    fuse_wide_reductions(graph)
     fold_constants(graph, keep=lambda op: _is_feed(graph, op))
     users = _users(graph)
     out_set = set(graph.outputs)

@@ -9,13 +9,18 @@ reduce (one operand, body add / maximum / minimum): maximum / minimum reduce the
 REDUCE_MIN per axis; the init value joins through MAXIMUM / MINIMUM unless it is the type's extreme) and map to the
 result type if it differs; add removes the zero point (RESCALE to i32 at scale 1, exact), REDUCE_SUMs and
 RESCALEs half to even to the result (the init value must be a real 0).
+
+A wide accumulation (attrs["accumulator"], StableHLO's quantized-reduction RFC, qcodegen/frontends/stablehlo_reduce.py)
+lowers the same way when its input conversion is exact, (q - zp) * m + zp_acc for an integer m: the int32 sum of
+q - zp has scale m * s_acc. The range analysis of REDUCE_SUM (or DEPTHWISE_CONV2D for reduce_window) is the
+overflow proof (PlanError otherwise); a declared accumulator that could overflow where ours does not is refused too.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UnsupportedError
+from ..errors import PlanError, UnsupportedError
 from ..ir.graph import Op, Tensor
 from ..ir.quant import QuantType
 from ..primitives.elementwise import contiguous_strides
@@ -187,6 +192,26 @@ _REDUCERS = {"stablehlo.maximum": ("REDUCE_MAX", "MAXIMUM"), "stablehlo.minimum"
              "stablehlo.add": ("REDUCE_SUM", None)}
 
 
+def _sum_scale(lw: Lowerer, qx: QuantType, body: str, terms: int) -> float:
+    """The scale of the int32 sum of q - zp: x's scale, or m * s_acc for a wide accumulator (module docstring)."""
+    acc = lw.attr("accumulator", None)
+    if acc is None:
+        return qx.scale
+    if body != "stablehlo.add" or acc.kind != "per_tensor" or acc.storage.name != "i32" or qx.storage.bits > 16:
+        raise UnsupportedError(f"{lw.label}: a wide accumulation needs an add body, an 8/16-bit operand and a "
+                               "per-tensor i32 accumulator type")
+    grid = sem.storage_grid(qx.storage)
+    m = max(1, round(qx.scale / acc.scale))
+    if np.any(sem.requantize(grid, qx, acc) != (grid - qx.zero_point) * m + acc.zero_point):
+        raise UnsupportedError(f"{lw.label}: the conversion to the accumulator type (scale {acc.scale:g}) is not "
+                               f"exact; its scale must divide the operand's ({qx.scale:g}) by an integer")
+    bound = terms * max(abs(int(grid[0]) - qx.zero_point), abs(int(grid[-1]) - qx.zero_point)) * m
+    if (m != 1 or acc.zero_point) and bound + abs(acc.zero_point) > acc.storage.max:  # else the range analysis
+        raise PlanError(f"{lw.label}: {terms} terms can overflow the declared i32 accumulator type "
+                        f"(|sum| up to {bound}, scale {acc.scale:g})")
+    return acc.scale * m
+
+
 @rule("stablehlo.reduce")
 def lower_reduce(lw: Lowerer, op: Op) -> None:
     (x, init), (y,) = operands(lw, op, 2)
@@ -198,6 +223,7 @@ def lower_reduce(lw: Lowerer, op: Op) -> None:
     axes = sorted(int(d) for d in lw.attr("dimensions"))
     kept = tuple(1 if k in axes else d for k, d in enumerate(x.shape))
     reducer, combine = _REDUCERS[body]
+    scale = _sum_scale(lw, qx, body, int(np.prod([x.shape[a] for a in axes], dtype=np.int64)))
     if combine is None:
         if init.quant is None or init_value != init.quant.zero_point:
             raise UnsupportedError(f"{lw.label}: a sum reduction needs the init value 0 (its zero point)")
@@ -221,7 +247,7 @@ def lower_reduce(lw: Lowerer, op: Op) -> None:
         acc = joined
     out = lw.temp(f"{y.name}_kept", kept, y.dtype)
     if combine is None:
-        rescale_i32(lw, acc, QuantType.per_tensor("i32", qx.scale), out, qy, None)
+        rescale_i32(lw, acc, QuantType.per_tensor("i32", scale), out, qy, None)
     else:
         requantize(lw, acc, qx, out, qy)
     lw.emit("RESHAPE", [out], [y.name], shape=list(y.shape))
@@ -267,6 +293,7 @@ def lower_reduce_window(lw: Lowerer, op: Op) -> None:
     src = reshaped(lw, permute(lw, reshaped(lw, x.name, shape), others + windowed), (batch, h, w, 1))
     init_value = _scalar_const(lw, init, "init value")
     kernel = [dims[d] for d in windowed]
+    scale = _sum_scale(lw, qx, body, int(np.prod(kernel)))
     attrs = dict(stride=[strides[d] for d in windowed], pad=[v for d in windowed for v in padding[d]])
     out_hw = [(n + lo + hi - (k - 1) * dl - 1) // s + 1 for n, k, s, dl, (lo, hi)
               in zip((h, w), kernel, attrs["stride"], [dilations[d] for d in windowed],
@@ -293,7 +320,7 @@ def lower_reduce_window(lw: Lowerer, op: Op) -> None:
     kept = tuple(shape[d] for d in others) + tuple(out_hw)
     out = lw.temp(f"{y.name}_kept", (batch, *out_hw, 1), y.dtype)
     if body == "stablehlo.add":
-        rescale_i32(lw, pooled, QuantType.per_tensor("i32", qx.scale), out, qy, None)
+        rescale_i32(lw, pooled, QuantType.per_tensor("i32", scale), out, qy, None)
     else:
         requantize(lw, pooled, qx, out, qy)
     inverse = [int(i) for i in np.argsort(others + windowed)]
