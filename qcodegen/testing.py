@@ -95,3 +95,22 @@ def verify_planned(schedule: Schedule, samples: int = 3, seed: int = 0, target: 
 def assert_bit_exact(schedule: Schedule, **kw: Any) -> None:
     result = c_vs_reference(schedule, **kw)
     assert result.bit_exact, f"{result.mismatches} mismatches; first: {result.first_mismatch}"
+
+
+def tflm_vs_c(workdir: Path, model: bytes, batches: list[list[np.ndarray]]) -> Schedule:
+    """Compile .tflite bytes with qcodegen and run the C, TFLite Micro and the numpy reference on every batch;
+    assert every output element is equal. Returns the planned schedule. Needs tflite-micro."""
+    from .compiler import plan
+    from .frontends.tflite import load_tflite
+    from .verify.tflm_oracle import verify_against_tflm
+
+    path = workdir / "model.tflite"
+    path.write_bytes(model)
+    schedule = plan(load_tflite(path))
+    target = load_target("generic")
+    generated = generate(schedule, workdir / "c", target)
+    runner = get_runner(target)
+    for result in (verify_against_tflm(path, schedule, generated, runner, inputs=batches),
+                   verify_schedule(schedule, generated, runner, inputs=batches)):
+        assert result.bit_exact, f"{result.mismatches} mismatches; first: {result.first_mismatch}"
+    return schedule

@@ -11,18 +11,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qcodegen import tflm_fixedpoint as fp
-from qcodegen.codegen import generate, load_target
 from qcodegen.codegen.targets import Target
 from qcodegen.compiler import plan
 from qcodegen.errors import GraphError, PlanError, UnsupportedError
 from qcodegen.frontends.tflite import load_tflite
 from qcodegen.lower.tflite_activations import LUT16, SIGMOID_TABLE_ENV, int16_sigmoid_prescale, sigmoid_table_u16
 from qcodegen.primitives.symmetric_lut import symmetric_lookup
-from qcodegen.testing import Const, Var, assert_bit_exact, prepare, step_schedule
-from qcodegen.verify import get_runner, verify_schedule
+from qcodegen.testing import Const, Var, assert_bit_exact, prepare, step_schedule, tflm_vs_c
 from qcodegen.verify import tflm_oracle as tflm
 
 pytest.importorskip("tflite_micro", reason="TFLM oracle tests need tflite-micro (pip install 'qcodegen[tflite]')")
+
+
 T, OpSpec = tflm.TensorSpec, tflm.OpSpec
 
 ALL_I8 = np.arange(-128, 128, dtype=np.int8)
@@ -34,21 +34,6 @@ SANITIZE = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g")
 # A monotone Q0.16 sigmoid table of our own (rounded sigmoid(i/24)) for the SYMMETRIC_LUT primitive tests.
 SIGMOID_LIKE = np.minimum(np.floor(65536 / (1 + np.exp(-np.arange(256) / 24)) + 0.5), 65535).astype(np.int64)
 
-def tflm_vs_c(tmp_path: Path, model: bytes, inputs: list[np.ndarray]):
-    """Compile the .tflite with qcodegen, run the C, TFLM and the numpy reference on `inputs`: every output
-    element equal."""
-    path = tmp_path / "model.tflite"
-    path.write_bytes(model)
-    schedule = plan(load_tflite(path))
-    target = load_target("generic")
-    generated = generate(schedule, tmp_path / "c", target)
-    runner = get_runner(target)
-    for result in (tflm.verify_against_tflm(path, schedule, generated, runner, inputs=[inputs]),
-                   verify_schedule(schedule, generated, runner, inputs=[inputs])):
-        assert result.bit_exact, f"{result.mismatches} mismatches; first: {result.first_mismatch}"
-    return schedule
-
-
 def tflm_vs_c_chunks(tmp_path: Path, opcode: str, cases: list[tuple[T, T, dict]], x: np.ndarray) -> set[str]:
     """tflm_vs_c over models of at most 3 cases of 65,536 int16 values (TFLM's test arena holds 1 MiB);
     returns the primitives used."""
@@ -56,7 +41,7 @@ def tflm_vs_c_chunks(tmp_path: Path, opcode: str, cases: list[tuple[T, T, dict]]
     for k in range(0, len(cases), 3):
         chunk = cases[k:k + 3]
         (tmp_path / str(k)).mkdir()
-        sched = tflm_vs_c(tmp_path / str(k), parallel(opcode, chunk), [x] * len(chunk))
+        sched = tflm_vs_c(tmp_path / str(k), parallel(opcode, chunk), [[x] * len(chunk)])
         ops |= {s.op for s in sched.steps}
     return ops
 
@@ -151,7 +136,7 @@ SIGMOID_INPUTS = [(0.5, 0), (0.07, 5), (0.0123, -128), (1e-4, 3), (3.0, 127), (0
 @pytest.mark.parametrize("opcode, out_quant", [("LOGISTIC", (1 / 256, -128)), ("TANH", (1 / 128, 0))])
 def test_int8_sigmoid_all_inputs(tmp_path, opcode, out_quant):
     cases = [(T((256,), "int8", s, zp), T((256,), "int8", *out_quant), {}) for s, zp in SIGMOID_INPUTS]
-    sched = tflm_vs_c(tmp_path, parallel(opcode, cases), [ALL_I8] * len(cases))
+    sched = tflm_vs_c(tmp_path, parallel(opcode, cases), [[ALL_I8] * len(cases)])
     assert [s.op for s in sched.steps] == ["TABLE"] * len(cases)
 
 
@@ -159,21 +144,21 @@ def test_int8_hard_swish_all_inputs(tmp_path):
     quants = [((0.05, -10), (0.03, -60)), ((0.1, 0), (0.1, 0)), ((0.02, 100), (0.015, -128)),
               ((0.5, -128), (0.8, -100)), ((0.001, 3), (0.2, 0))]
     cases = [(T((256,), "int8", *qi), T((256,), "int8", *qo), {}) for qi, qo in quants]
-    tflm_vs_c(tmp_path, parallel("HARD_SWISH", cases), [ALL_I8] * len(cases))
+    tflm_vs_c(tmp_path, parallel("HARD_SWISH", cases), [[ALL_I8] * len(cases)])
 
 
 def test_int8_leaky_relu_all_inputs(tmp_path):
     params = [(0.2, (0.05, -10), (0.03, -60)), (-0.7, (0.05, 0), (0.06, 20)), (1.5, (0.01, 127), (0.02, -128)),
               (0.0, (0.1, 5), (0.1, 5)), (0.3, (0.5, 0), (0.001, 0))]
     cases = [(T((256,), "int8", *qi), T((256,), "int8", *qo), {"alpha": a}) for a, qi, qo in params]
-    tflm_vs_c(tmp_path, parallel("LEAKY_RELU", cases), [ALL_I8] * len(cases))
+    tflm_vs_c(tmp_path, parallel("LEAKY_RELU", cases), [[ALL_I8] * len(cases)])
 
 
 def test_int8_prelu_scalar_alpha_is_a_table(tmp_path):
     alpha = T((1,), "int8", 0.02, 3, data=np.array([-90]))
     cases = [(T((256,), "int8", 0.05, -7), T((256,), "int8", 0.04, 10), {}),
              (T((256,), "int8", 0.3, 100), T((256,), "int8", 0.1, -128), {})]
-    sched = tflm_vs_c(tmp_path, parallel("PRELU", cases, [alpha]), [ALL_I8] * 2)
+    sched = tflm_vs_c(tmp_path, parallel("PRELU", cases, [alpha]), [[ALL_I8] * 2])
     assert [s.op for s in sched.steps] == ["TABLE", "TABLE"]
 
 
@@ -209,7 +194,7 @@ def test_prelu_tensor_alpha(tmp_path):
            OpSpec("PRELU", [x16s, const_alpha], [y16 := T((2, 4, 5, 6), "int16", 0.0015, 0)])]
     x8[0, 0, 0, :] = -128
     x16[0, 0, 0, :] = [-32768, 32767, 0, -1, 1, -32768]
-    tflm_vs_c(tmp_path, tflm.build_model(ops, [xa, aa, x16s], [ya, yc, y16]), [x8, a8, x16])
+    tflm_vs_c(tmp_path, tflm.build_model(ops, [xa, aa, x16s], [ya, yc, y16]), [[x8, a8, x16]])
 
 
 # --- rejected models ------------------------------------------------------------------------------------------------

@@ -2,37 +2,20 @@
 over shapes, axes (negative, repeated, several), keep_dims and extreme inputs; the 1/N multiplier folding by
 hand."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from qcodegen.codegen import generate, load_target
 from qcodegen.compiler import plan
 from qcodegen.errors import GraphError, PlanError
 from qcodegen.frontends.tflite import load_tflite
 from qcodegen.lower.tflite_reduce import mean_multiplier
-from qcodegen.verify import get_runner, verify_schedule
+from qcodegen.testing import tflm_vs_c
 from qcodegen.verify import tflm_oracle as tflm
 
 pytest.importorskip("tflite_micro", reason="TFLM oracle tests need tflite-micro (pip install 'qcodegen[tflite]')")
 T, OpSpec = tflm.TensorSpec, tflm.OpSpec
 QUANT = {"int8": ((0.05, -3), (0.03, 7)), "int16": ((0.001, 0), (0.0007, 0))}
-
-
-def tflm_vs_c(tmp_path: Path, model: bytes, batches: list[list[np.ndarray]]):
-    """Compile the .tflite with qcodegen, run the C, TFLM and the numpy reference on every batch: every
-    output element equal."""
-    path = tmp_path / "model.tflite"
-    path.write_bytes(model)
-    schedule = plan(load_tflite(path))
-    target = load_target("generic")
-    generated = generate(schedule, tmp_path / "c", target)
-    runner = get_runner(target)
-    for result in (tflm.verify_against_tflm(path, schedule, generated, runner, inputs=batches),
-                   verify_schedule(schedule, generated, runner, inputs=batches)):
-        assert result.bit_exact, f"{result.mismatches} mismatches; first: {result.first_mismatch}"
-    return schedule
 
 
 def reducer(opcode: str, shape: tuple[int, ...], axes: list[int], keep: bool, dtype: str,

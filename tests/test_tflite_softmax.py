@@ -2,14 +2,12 @@
 sanitizers), the lowering equals TFLM (int8 input: beta != 1, d exactly at diff_min, all-equal rows, int8 and
 int16 outputs; int16 input: every entry of both LUTs reached), and hand-computed rows."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qcodegen.codegen import generate, load_target
 from qcodegen.codegen.targets import Target
 from qcodegen.compiler import plan
 from qcodegen.errors import GraphError, PlanError
@@ -17,30 +15,16 @@ from qcodegen.frontends.tflite import load_tflite
 from qcodegen.lower.tflite_quant import quantize_multiplier
 from qcodegen.lower.tflite_softmax import exp_table, int16_luts, softmax_params
 from qcodegen.primitives.softmax import softmax_rows
-from qcodegen.testing import Const, Var, assert_bit_exact, prepare, step_schedule
-from qcodegen.verify import get_runner, verify_schedule
+from qcodegen.testing import Const, Var, assert_bit_exact, prepare, step_schedule, tflm_vs_c
 from qcodegen.verify import tflm_oracle as tflm
 
 pytest.importorskip("tflite_micro", reason="TFLM oracle tests need tflite-micro (pip install 'qcodegen[tflite]')")
+
+
 T, OpSpec = tflm.TensorSpec, tflm.OpSpec
 OUT = {"i8": ("int8", 1 / 256, -128), "i16": ("int16", 1 / 65536, -32768)}
 STRICT = ("-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1")
 SANITIZE = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g")
-
-
-def tflm_vs_c(tmp_path: Path, model: bytes, inputs: list[np.ndarray]):
-    """Compile the .tflite with qcodegen, run the C, TFLM and the numpy reference on `inputs`: every output
-    element equal."""
-    path = tmp_path / "model.tflite"
-    path.write_bytes(model)
-    schedule = plan(load_tflite(path))
-    target = load_target("generic")
-    generated = generate(schedule, tmp_path / "c", target)
-    runner = get_runner(target)
-    for result in (tflm.verify_against_tflm(path, schedule, generated, runner, inputs=[inputs]),
-                   verify_schedule(schedule, generated, runner, inputs=[inputs])):
-        assert result.bit_exact, f"{result.mismatches} mismatches; first: {result.first_mismatch}"
-    return schedule
 
 
 def table_for(scale: float, beta: float = 1.0) -> np.ndarray:
@@ -151,7 +135,7 @@ def test_softmax_equals_tflm(tmp_path, out):
         inputs.append(x)
         outputs.append(y)
         data.append(rows_for(softmax_params(beta, scale)[1], depth, rng).reshape(2, 3, depth))
-    sched = tflm_vs_c(tmp_path, tflm.build_model(ops, inputs, outputs), data)
+    sched = tflm_vs_c(tmp_path, tflm.build_model(ops, inputs, outputs), [data])
     assert [s.op for s in sched.steps] == ["SOFTMAX"] * len(CASES)
 
 
@@ -172,7 +156,7 @@ def test_softmax16_equals_tflm(tmp_path):
         ops.append(OpSpec("SOFTMAX", [x], [y], {"beta": beta}))
         ins.append(x)
         outs.append(y)
-    tflm_vs_c(tmp_path, tflm.build_model(ops, ins, outs), [data for *_, data in cases])
+    tflm_vs_c(tmp_path, tflm.build_model(ops, ins, outs), [[data for *_, data in cases]])
 
 
 @pytest.mark.parametrize("x, y, beta, error", [
