@@ -183,16 +183,7 @@ class TosaGraphBuilder:
         shape_args = [self.shape_value(n, where) for n in inputs if n in self.shapes]
         tensor_args = [n for n in inputs if n not in self.shapes]
         if kind in SHAPE_OPS:
-            n_shapes, n_tensors, n_outputs = _SHAPE_SIGNATURES.get(kind, (2, 0, 1))
-            if (n_shapes is not None and len(shape_args) != n_shapes) or len(tensor_args) != n_tensors \
-                    or len(outputs) != n_outputs or any(n not in self.shapes for n in outputs):
-                raise GraphError(f"{where}: takes {n_shapes or 'one or more'} shape(s) and {n_tensors} tensor(s) "
-                                 f"and gives {n_outputs} shape(s); got {len(shape_args)} shape(s), "
-                                 f"{len(tensor_args)} tensor(s) and outputs {outputs}")
-            value = SHAPE_OPS[kind](where, shape_args, attrs, [self.graph.tensors[n] for n in tensor_args])
-            self.shape_only.update(tensor_args)
-            if outputs:
-                self.set_shape(outputs[0], value, where)
+            self._evaluate(kind, shape_args, tensor_args, outputs, attrs, where)
             return
         if any(n in self.shapes for n in outputs):
             raise UnsupportedError(f"{where}: {kind} producing a shape value is not supported")
@@ -203,6 +194,20 @@ class TosaGraphBuilder:
             attrs = dict(attrs, **dict(zip(roles, shape_args, strict=False)))
         self.graph.ops.append(Op(f"tosa.{kind.lower()}", tensor_args, list(outputs), attrs,
                                  name=f"{kind.lower()}_{len(self.graph.ops)}"))
+
+    def _evaluate(self, kind: str, shape_args: list[Shape], tensor_args: list[str], outputs: list[str],
+                  attrs: dict[str, Any], where: str) -> None:
+        """A shape operator, computed now."""
+        n_shapes, n_tensors, n_outputs = _SHAPE_SIGNATURES.get(kind, (2, 0, 1))
+        if (n_shapes is not None and len(shape_args) != n_shapes) or len(tensor_args) != n_tensors \
+                or len(outputs) != n_outputs or any(n not in self.shapes for n in outputs):
+            raise GraphError(f"{where}: takes {n_shapes or 'one or more'} shape(s) and {n_tensors} tensor(s) and "
+                             f"gives {n_outputs} shape(s); got {len(shape_args)} shape(s), {len(tensor_args)} "
+                             f"tensor(s) and outputs {outputs}")
+        value = SHAPE_OPS[kind](where, shape_args, attrs, [self.graph.tensors[n] for n in tensor_args])
+        self.shape_only.update(tensor_args)
+        if outputs:
+            self.set_shape(outputs[0], value, where)
 
     def known(self, name: str) -> bool:
         """Whether `name` is a constant tensor or a known shape value."""

@@ -205,7 +205,6 @@ def lower_cast(lw: Lowerer, op: Op) -> None:
     lw.emit("LOGICAL_NOT", [is_zero], [y.name])
 
 
-
 @tosa_rule("matmul_t")
 def lower_matmul_t(lw: Lowerer, op: Op) -> None:
     """MATMUL_T (TOSA 1.1 draft): A [N, H, C] times B [D, W, C] transposed, D = N or 1 (B broadcast over N).
