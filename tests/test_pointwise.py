@@ -7,7 +7,7 @@ import shutil
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from qcodegen.codegen import load_target
@@ -158,7 +158,6 @@ def cases(draw):
     return op, ins, out_shape, out_dt, attrs
 
 
-@settings(max_examples=30)
 @given(cases())
 def test_c_matches_reference(case):
     op, ins, out_shape, out_dt, attrs = case

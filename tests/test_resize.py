@@ -6,7 +6,7 @@ import shutil
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from qcodegen.codegen import load_target
@@ -93,7 +93,6 @@ def geometries(draw):
     return (1, ih, iw, c), dt, mode, (yn, yd, xn, xd), (oy, ox), (by, bx)
 
 
-@settings(max_examples=20)
 @given(geometries())
 def test_c_matches_reference(geometry):
     x_shape, dt, mode, scale, offset, border = geometry

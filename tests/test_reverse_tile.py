@@ -3,7 +3,7 @@ examples, ERROR_IFs, and generated C == numpy reference over random shapes (bool
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from qcodegen.errors import GraphError
@@ -50,7 +50,6 @@ def test_reduce_all_needs_bool():
         prepare(one("REDUCE_ALL", (2, 3), (2, 1), "i8", axis=1))
 
 
-@settings(max_examples=15)
 @given(shapes, st.data())
 def test_c_matches_reference(shape, data):
     dt = data.draw(st.sampled_from(["bool", "i8", "i16", "i32"]))

@@ -4,7 +4,8 @@ attrs: pad [d0, d1, top, bottom, left, right], stride [sd, sy, sx], dilation [dd
 acc_type ("i32" for i8 input, "i48" for i16). Output [N, OD, OH, OW, OC] of the accumulator type:
 acc = bias[oc] + sum over the in-bounds taps (kd, ky, kx, ic) of (x - input_zp) * (w - weight_zp)
 (out-of-bounds taps contribute nothing), each output extent O = (I - 1 + pads - (K - 1) * dilation) / stride + 1,
-which must divide exactly (idiv_check).
+which must divide exactly (idiv_check). TOSA REQUIRE: the accumulator never leaves its type (the reference checks
+the tap sum and the biased sum on the data; range analysis bounds every partial sum for the declared ranges).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ..plan.schedule import StepIO
 from .base import Primitive, Ranges, register, require
 from .conv2d import ConvBase
 from .geometry import _output_extent, accumulator_bounds, int_list, operand_interval
+from .pointwise import unpredictable_unless
 
 _TYPES = {("i8", "i8"): "i32", ("i8", "i4"): "i32", ("i16", "i8"): "i48"}
 _AXES = ("depth", "height", "width")
@@ -83,7 +85,12 @@ class Conv3D(Primitive):
                   index[2][None, None, :, None, None, :], :]  # [N, OD, OH, OW, KD, KH, KW, IC]
         w = args[1].astype(np.int64) - p["wzp"]
         acc = np.tensordot(taps, w, axes=([4, 5, 6, 7], [1, 2, 3, 4]))
-        return [acc + args[2].astype(np.int64)]
+        out = acc + args[2].astype(np.int64)
+        bits = 32 if p["acc_type"] == "i32" else 48
+        for what, values in (("the sum of the taps", acc), ("adding the bias", out)):
+            unpredictable_unless((values >= -(1 << (bits - 1))) & (values < 1 << (bits - 1)), self.name,
+                                 f"{what} leaves the i{bits} accumulator")
+        return [out]
 
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
         """Border outputs sum fewer taps: the input interval is widened to include 0 (an absent tap)."""
