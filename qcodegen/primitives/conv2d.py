@@ -18,6 +18,22 @@ from .geometry import Window, accumulator_bounds, operand_interval
 _TYPES = {("i8", "i8"): "i32", ("i8", "i4"): "i32", ("i16", "i8"): "i48"}
 
 
+
+def check_operand_types(io: StepIO, op: str, acc_type: str) -> tuple:
+    """The ERROR_IFs every 2-D convolution shares: (x, weights, bias) of rank 4, a supported type pair, and
+    acc_type, output and bias types matching it. Returns the three input buffers."""
+    require(len(io.ins) == 3 and len(io.outs) == 1, f"{op}: needs inputs (x, weights, bias) and one output")
+    x, w, b = io.ins
+    require(len(x.shape) == 4 and len(w.shape) == 4, f"{op}: input and weights must be rank 4, got "
+                                                     f"{list(x.shape)} and {list(w.shape)}")
+    acc = _TYPES.get((x.dtype.name, w.dtype.name))
+    require(acc is not None, f"{op}: unsupported input x weight types {x.dtype} x {w.dtype} "
+                             f"(supported: i8 x i8, i8 x i4, i16 x i8)")
+    require(acc_type == acc, f"{op}: acc_type must be {acc} for {x.dtype} x {w.dtype}, got {acc_type}")
+    require(io.outs[0].dtype.name == acc, f"{op}: output type must be {acc}, got {io.outs[0].dtype}")
+    require(b.dtype.name == acc, f"{op}: bias type must be {acc}, got {b.dtype}")
+    return x, w, b
+
 class ConvBase(Primitive):
     """What CONV2D and DEPTHWISE_CONV2D share: attributes, type rules, ranges, template context.
     Inputs: x [N, IH, IW, IC], weights, bias [OC] or [1]. attrs: pad, stride, dilation, input_zp,
@@ -53,18 +69,8 @@ class ConvBase(Primitive):
 
     def check(self, io: StepIO) -> None:
         op = self.name
-        require(len(io.ins) == 3 and len(io.outs) == 1, f"{op}: needs inputs (x, weights, bias) and one output")
-        x, w, b = io.ins
-        require(len(x.shape) == 4 and len(w.shape) == 4, f"{op}: input and weights must be rank 4, got "
-                                                         f"{list(x.shape)} and {list(w.shape)}")
-        acc = _TYPES.get((x.dtype.name, w.dtype.name))
-        require(acc is not None, f"{op}: unsupported input x weight types {x.dtype} x {w.dtype} "
-                                 f"(supported: i8 x i8, i8 x i4, i16 x i8)")
         p = self.params(io)
-        require(p["acc_type"] == acc, f"{op}: acc_type must be {acc} for {x.dtype} x {w.dtype}, "
-                                      f"got {p['acc_type']}")
-        require(io.outs[0].dtype.name == acc, f"{op}: output type must be {acc}, got {io.outs[0].dtype}")
-        require(b.dtype.name == acc, f"{op}: bias type must be {acc}, got {b.dtype}")
+        x, w, b = check_operand_types(io, op, p["acc_type"])
         require(x.shape[3] == self.expected_in_channels(w.shape),
                 f"{op}: input has {x.shape[3]} channels, the weights {list(w.shape)} expect "
                 f"{self.expected_in_channels(w.shape)}")

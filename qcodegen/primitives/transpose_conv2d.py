@@ -14,10 +14,8 @@ import numpy as np
 
 from ..plan.schedule import StepIO
 from .base import Primitive, Ranges, register, require
-from .conv2d import ConvBase
+from .conv2d import ConvBase, check_operand_types
 from .geometry import accumulator_bounds, int_list, operand_interval
-
-_TYPES = {("i8", "i8"): "i32", ("i8", "i4"): "i32", ("i16", "i8"): "i48"}
 
 
 @register
@@ -40,17 +38,8 @@ class TransposeConv2D(Primitive):
 
     def check(self, io: StepIO) -> None:
         op = self.name
-        require(len(io.ins) == 3 and len(io.outs) == 1, f"{op}: needs inputs (x, weights, bias) and one output")
-        x, w, b = io.ins
-        require(len(x.shape) == 4 and len(w.shape) == 4, f"{op}: input and weights must be rank 4, got "
-                                                         f"{list(x.shape)} and {list(w.shape)}")
-        acc = _TYPES.get((x.dtype.name, w.dtype.name))
-        require(acc is not None, f"{op}: unsupported input x weight types {x.dtype} x {w.dtype} "
-                                 f"(supported: i8 x i8, i8 x i4, i16 x i8)")
         p = ConvBase.params(io)
-        require(p["acc_type"] == acc, f"{op}: acc_type must be {acc} for {x.dtype} x {w.dtype}, got {p['acc_type']}")
-        require(io.outs[0].dtype.name == acc, f"{op}: output type must be {acc}, got {io.outs[0].dtype}")
-        require(b.dtype.name == acc, f"{op}: bias type must be {acc}, got {b.dtype}")
+        x, w, b = check_operand_types(io, op, p["acc_type"])
         g = self.geometry(io)
         require(x.shape[3] == w.shape[3], f"{op}: input has {x.shape[3]} channels, the weights "
                                           f"{list(w.shape)} expect {w.shape[3]}")
