@@ -114,3 +114,14 @@ def tflm_vs_c(workdir: Path, model: bytes, batches: list[list[np.ndarray]]) -> S
                    verify_schedule(schedule, generated, runner, inputs=batches)):
         assert result.bit_exact, f"{result.mismatches} mismatches; first: {result.first_mismatch}"
     return schedule
+
+
+SANITIZE_FLAGS = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all")
+
+
+def assert_clang_sanitized(schedule: Schedule, samples: int = 2) -> None:
+    """Build the harness with clang, the generic target's -Werror flags and ASan/UBSan; run it bit-exact."""
+    import dataclasses
+
+    target = dataclasses.replace(load_target("generic"), cc="clang")
+    assert_bit_exact(schedule, samples=samples, runner="harness", extra_cflags=SANITIZE_FLAGS, target=target)

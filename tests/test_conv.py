@@ -1,21 +1,15 @@
 """CONV2D and DEPTHWISE_CONV2D: the reference == values computed by hand from the TOSA pseudocode, ERROR_IFs,
 accumulator bounds, and generated C == reference (hypothesis; plus clang with sanitizers)."""
 
-import dataclasses
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qcodegen.codegen import generate, load_target
 from qcodegen.errors import GraphError, PlanError
 from qcodegen.reference import run_reference
-from qcodegen.testing import Const, Var, assert_bit_exact, prepare, step_schedule
-from qcodegen.verify import verify_schedule
-from qcodegen.verify.runners import HarnessRunner
+from qcodegen.testing import Const, Var, assert_bit_exact, assert_clang_sanitized, prepare, step_schedule
 
 ACC = {"i8": "i32", "i16": "i48"}
 
@@ -224,9 +218,4 @@ def test_pad_value_folds_input_zp_into_bias(zp, data):
 ], ids=["conv-i4-pad-value", "dw-i16-i48", "dw-m2-zp"])
 def test_clang_sanitizers(sched):
     """clang with the target's -Werror flags, run as the harness under ASan/UBSan."""
-    target = dataclasses.replace(load_target("generic"), cc="clang")
-    runner = HarnessRunner(target, ("-fsanitize=address,undefined", "-fno-sanitize-recover=all"))
-    prepare(sched)
-    with tempfile.TemporaryDirectory() as tmp:
-        model = generate(sched, Path(tmp), target, harness=True)
-        assert verify_schedule(sched, model, runner, samples=2).bit_exact
+    assert_clang_sanitized(sched)

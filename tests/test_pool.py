@@ -1,22 +1,16 @@
 """AVG_POOL2D and MAX_POOL2D: the reference == values computed by hand from the TOSA pseudocode, ERROR_IFs,
 ranges, and generated C == reference (hypothesis; plus clang with sanitizers)."""
 
-import dataclasses
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qcodegen.codegen import generate, load_target
 from qcodegen.errors import GraphError, PlanError
 from qcodegen.primitives.pool import reciprocal_scale
 from qcodegen.reference import run_reference
-from qcodegen.testing import Var, assert_bit_exact, prepare, step_schedule
-from qcodegen.verify import verify_schedule
-from qcodegen.verify.runners import HarnessRunner
+from qcodegen.testing import Var, assert_bit_exact, assert_clang_sanitized, prepare, step_schedule
 
 
 def pool_case(op, x, out_hw, kernel, stride=(1, 1), pad=(0, 0, 0, 0), dtype="i8", out_dtype=None, lo=None, hi=None,
@@ -165,9 +159,4 @@ def test_max_pool_c_matches_reference(sched):
 ], ids=["avg-i8-zp", "avg-i16", "max-i16"])
 def test_clang_sanitizers(sched):
     """clang with the target's -Werror flags, run as the harness under ASan/UBSan."""
-    target = dataclasses.replace(load_target("generic"), cc="clang")
-    runner = HarnessRunner(target, ("-fsanitize=address,undefined", "-fno-sanitize-recover=all"))
-    prepare(sched)
-    with tempfile.TemporaryDirectory() as tmp:
-        model = generate(sched, Path(tmp), target, harness=True)
-        assert verify_schedule(sched, model, runner, samples=2).bit_exact
+    assert_clang_sanitized(sched)

@@ -5,22 +5,15 @@ references (the gather one is the StableHLO spec's example), ERROR_IF-style chec
 
 from __future__ import annotations
 
-import dataclasses
-import tempfile
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qcodegen.codegen import generate, load_target
 from qcodegen.compiler import check_schedule
 from qcodegen.errors import GraphError
 from qcodegen.reference import run_reference
-from qcodegen.testing import Const, Var, assert_bit_exact, prepare, step_schedule
-from qcodegen.verify import verify_schedule
-from qcodegen.verify.runners import HarnessRunner
+from qcodegen.testing import Const, Var, assert_bit_exact, assert_clang_sanitized, prepare, step_schedule
 
 
 def run(sched, *inputs):
@@ -209,9 +202,4 @@ def test_gather_errors():
 ], ids=["gather", "strided", "lookup2"])
 def test_clang_sanitizers(sched):
     """clang with the target's -Werror flags, run as the harness under ASan/UBSan."""
-    target = dataclasses.replace(load_target("generic"), cc="clang")
-    runner = HarnessRunner(target, ("-fsanitize=address,undefined", "-fno-sanitize-recover=all"))
-    prepare(sched)
-    with tempfile.TemporaryDirectory() as tmp:
-        model = generate(sched, Path(tmp), target, harness=True)
-        assert verify_schedule(sched, model, runner, samples=2).bit_exact
+    assert_clang_sanitized(sched)

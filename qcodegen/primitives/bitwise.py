@@ -18,11 +18,7 @@ from .pointwise import Pointwise, unpredictable_unless
 
 
 class _Bitwise(Pointwise):
-    operator: str
-
-    def c_expr(self, io: StepIO) -> str:
-        return f"a {self.operator} b"
-
+    """Binary bitwise ops: the infix `a <operator> b` on int64 operands."""
 
 @register
 class BitwiseAnd(_Bitwise):

@@ -13,10 +13,6 @@ from .pointwise import INT_TYPES, Pointwise
 
 class _Logical(Pointwise):
     in_types = ("bool",)
-    operator: str
-
-    def c_expr(self, io: StepIO) -> str:
-        return f"a {self.operator} b"
 
 
 @register
@@ -62,10 +58,6 @@ class LogicalNot(_Logical):
 class _Compare(Pointwise):
     in_types = INT_TYPES
     out_type = "bool"
-    operator: str
-
-    def c_expr(self, io: StepIO) -> str:
-        return f"a {self.operator} b"
 
 
 @register

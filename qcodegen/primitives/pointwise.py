@@ -69,9 +69,12 @@ class Pointwise(Primitive):
         """The exact TOSA result (int64), raising Unpredictable where a REQUIRE fails."""
         raise NotImplementedError
 
+    operator: str  # binary ops written as the C infix expression `a <operator> b`
+
     def c_expr(self, io: StepIO) -> str:
-        """C expression of the int64_t operands a, b, c giving a value of the output type."""
-        raise NotImplementedError
+        """C expression of the int64_t operands a, b, c giving a value of the output type (default: the
+        infix `operator`, for binary ops that set one)."""
+        return f"a {self.operator} b"
 
     def reference(self, io: StepIO, args: list[np.ndarray]) -> list[np.ndarray]:
         shape = io.outs[0].shape
