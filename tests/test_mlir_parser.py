@@ -128,7 +128,7 @@ def test_per_axis_quant_type_and_check_op():
     q = ops[1].result_types[0].element
     assert isinstance(q, UniformQuantType) and q.per_axis and not q.sub_channel
     assert (q.axis, q.scales, q.zero_points, q.scale_texts) == (0, (0.1, 0.5), (-30, -20), ("0.1", "0.5"))
-    assert (q.storage, q.expressed, q.storage_min, q.storage_max) == (IntegerType(8, "signed"), F32, -128, 127)
+    assert (q.storage, q.expressed, q.storage_min, q.storage_max) == (IntegerType(8, "signless"), F32, -128, 127)
     assert str(q) == "!quant.uniform<i8:f32:0, {0.1:-30, 0.5:-20}>"
     check = ops[3]
     assert check.operands == [ValueRef("%bitcast_result")] and check.attr("value").values == (10, 10)
@@ -156,7 +156,7 @@ def test_scales_are_exact_and_zero_point_optional():
     assert q.scale_texts == ("0.0039215452530804804",) and q.scales == (float("0.0039215452530804804"),)
     assert q.zero_points == (0,)
     accumulator = ops[6].operand_types[0].element
-    assert accumulator.storage == IntegerType(32, "signed") and accumulator.scale_texts == ("1.537803731274151E-5",)
+    assert accumulator.storage == IntegerType(32, "signless") and accumulator.scale_texts == ("1.537803731274151E-5",)
     assert ops[5].attr("dot_dimension_numbers") == DotDimensionNumbers((0, 1), (1, 0), (4, 3), (3, 2))
 
 
@@ -168,6 +168,9 @@ def test_quant_type_forms():
     assert (narrow.storage_min, narrow.storage_max, narrow.scales, narrow.zero_points) == (-127, 127, (0.01,), (0,))
     unsigned = quant("!quant.uniform<u8:f32, 0.5:128>")
     assert unsigned.storage == IntegerType(8, "unsigned") and unsigned.zero_points == (128,)
+    signed = quant("!quant.uniform<si8:f32, 0.5>")
+    assert signed.storage == IntegerType(8, "signed") != quant("!quant.uniform<i8:f32, 0.5>").storage
+    assert str(signed) == "!quant.uniform<si8:f32, 0.5:0>"
     sub = quant("!quant.uniform<i8:f32:{0:1, 1:2}, {{2.0:10, 3.0:20}, {4.0:30, 5.0}}>")
     assert sub.sub_channel and sub.block_sizes == ((0, 1), (1, 2)) and sub.scales_shape == (2, 2)
     assert sub.scales == (2.0, 3.0, 4.0, 5.0) and sub.zero_points == (10, 20, 30, 0)
@@ -235,7 +238,7 @@ def test_convolution_pretty_form():
     assert conv.attr("window_strides") == DenseArrayAttr(I64, (4, 4))
     assert conv.attr("lhs_dilation") == DenseArrayAttr(I64, (2, 2)) and conv.attr("padding") is None
     assert conv.attr("feature_group_count") == IntegerAttr(1, I64)
-    assert conv.result_types[0].element.storage == IntegerType(32, "signed")
+    assert conv.result_types[0].element.storage == IntegerType(32, "signless")
     assert ops[8].name == "stablehlo.custom_call" and ops[8].attr("call_target_name") == StringAttr("check.eq")
     assert ops[9].name == "func.return" and ops[9].operand_types == [TensorType((), IntegerType(1))]
 
@@ -586,3 +589,22 @@ def test_parse_file_reports_unreadable_input(tmp_path):
         parse_file(bad)
     with pytest.raises(QcError, match="cannot read"):
         parse_file(tmp_path / "missing.mlir")
+
+
+def test_quant_cast_short_forms():
+    q = "tensor<4x!quant.uniform<i8:f32, 5.000000e-01>>"
+    qcast = one_op(f"%0 = quant.qcast %a : tensor<4xf32> to {q}")
+    assert qcast.name == "quant.qcast" and qcast.operands == [ValueRef("%a")]
+    assert str(qcast.operand_types[0]) == "tensor<4xf32>" and qcast.result_types[0].element.scales == (0.5,)
+    dcast = one_op(f"%0 = quant.dcast %a : {q} to tensor<4xf32>")
+    assert str(dcast.result_types[0]) == "tensor<4xf32>" and dcast.operand_types[0].element.zero_points == (0,)
+    with pytest.raises(MlirSyntaxError, match="'to'"):
+        one_op(f"%0 = quant.qcast %a : tensor<4xf32>, {q}")
+
+
+def test_check_tolerance_keyword():
+    almost = one_op("check.expect_almost_eq %a, %b, tolerance = 2.5e-1 : tensor<4xf32>")
+    assert almost.attr("tolerance") == FloatAttr(0.25, "2.5e-1", None) and len(almost.operand_types) == 2
+    const = one_op("check.expect_almost_eq_const %a, dense<1.0> : tensor<4xf32>, tolerance = 1.0e-3")
+    assert const.attr("tolerance") == FloatAttr(1e-3, "1.0e-3", None)
+    assert str(const.operand_types[0]) == "tensor<4xf32>"

@@ -23,8 +23,6 @@ pytestmark = pytest.mark.skipif(not FILE.is_file(), reason=f"shared test data no
 
 _EXPECTED = re.compile(r"expected-error(?:-re)?@[+-]\d+\s*\{\{(.*?)\}\}")
 _OP = re.compile(r'"?(stablehlo\.\w+|func\.func)')
-SI8 = ("`!quant.uniform<si8:...>` (explicitly signed storage) is invalid in StableHLO, but the MLIR parser reads si8 "
-       "and i8 storage alike (docs/stablehlo.md)")
 
 
 def _cases() -> tuple[list, list]:
@@ -52,9 +50,7 @@ ERRORS, VALID = _cases()
 
 
 def _error_params() -> list:
-    return [pytest.param(fn, op, message, id=name,
-                         marks=[pytest.mark.xfail(strict=True, reason=SI8)] if "si8" in name or "storage_type" in name
-                         else []) for name, fn, op, message in ERRORS]
+    return [pytest.param(fn, op, message, id=name) for name, fn, op, message in ERRORS]
 
 
 @pytest.mark.parametrize(("fn", "op", "message"), _error_params())
@@ -75,7 +71,7 @@ def test_valid_function_passes_verification(fn: shlo.Function) -> None:
 
 
 def test_counts() -> None:
-    """102 expected-error cases, 81 of them on ops qcodegen lowers (or on function types); 101 rejected."""
+    """102 expected-error cases, 81 of them on ops qcodegen lowers (or on function types); all rejected."""
     assert len(ERRORS) == 102
     supported = [c for c in ERRORS if c[2] == "func.func" or c[2] in RULES]
     assert len(supported) == 81
@@ -85,7 +81,7 @@ def test_counts() -> None:
             shlo.convert(fn)
         except GraphError:
             rejected += 1
-    assert rejected == 101
+    assert rejected == 102
 
 
 def test_messages_name_the_position() -> None:

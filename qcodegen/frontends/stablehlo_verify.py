@@ -84,6 +84,9 @@ def _element_dtype(element: Type) -> DType | None:
 
 
 def _check_quant(q: UniformQuantType, shape: tuple[int | None, ...] | None, where: str) -> None:
+    if q.storage.signedness == "signed":
+        raise GraphError(f"{where}: quantized storage type {q.storage} is not a StableHLO storage type (use signless "
+                         f"i{q.storage.width} or unsigned u{q.storage.width})")
     low, high = _FLOAT_RANGE.get(q.expressed.name, (0.0, math.inf))
     for scale in q.scales:
         if not (math.isfinite(scale) and scale > 0):

@@ -346,7 +346,7 @@ class _Parser:
         width = self._int_value(tok, m[2])
         if not 1 <= width <= 64:
             self._fail("quantized storage width must be between 1 and 64", tok)
-        storage = IntegerType(width, "unsigned" if m[1].startswith("u") else "signed")
+        storage = IntegerType(width, {"si": "signed", "i": "signless"}.get(m[1], "unsigned"))
         low, high = storage.min_value, storage.max_value
         if self.tok.kind == "<":
             at = self._advance()
@@ -480,14 +480,16 @@ class _Parser:
             return EnumAttr(word)
         self._expected("attribute value")
 
-    def _number_attr(self) -> IntegerAttr | FloatAttr:
+    def _number_attr(self, typed: bool = True) -> IntegerAttr | FloatAttr:
+        """A number with an optional ``: type`` (not looked for when ``typed`` is false: a custom form's
+        ``keyword = number`` before the op's ``: types``)."""
         negative = self._accept("-") is not None
         tok = self.tok
         if tok.kind not in ("int", "float"):
             self._expected("number")
         self._advance()
         at = self.tok
-        element = self._type() if self._accept(":") else None
+        element = self._type() if typed and self._accept(":") else None
         text = ("-" if negative else "") + tok.text
         if tok.kind == "float" or isinstance(element, FloatType):
             if element is not None and not isinstance(element, FloatType):
@@ -947,8 +949,23 @@ class _Parser:
             self._fail("expected dense<...> : tensor<...>", at)
         op.attributes["value"] = value
         op.operand_types = [value.type]
+        if self._accept(","):
+            self._expect_word("tolerance")
+            self._expect("=")
+            op.attributes["tolerance"] = self._number_attr(typed=False)
         if self.tok.kind == "{":
             op.attributes.update(self._dict_attr())
+
+    def _cast_form(self, op: Operation) -> None:
+        """``quant.qcast %x : tensor<4xf32> to tensor<4x!quant.uniform<...>>`` (also dcast, scast)."""
+        op.operands.append(self._value())
+        if self.tok.kind == "{":
+            op.attributes.update(self._dict_attr())
+        at = self._expect(":")
+        op.operand_types = [self._type()]
+        self._expect_word("to")
+        op.result_types = [self._type()]
+        self._check_result_count(op, at)
 
     def _compare_form(self, op: Operation) -> None:
         """``stablehlo.compare GT, %a, %b[, FLOAT] : types``."""
@@ -1356,6 +1373,7 @@ _FORMS: dict[str, Callable[[_Parser, Operation], None]] = {
     "stablehlo.convolution": _Parser._convolution_form,
     "stablehlo.reduce": _Parser._reduce_form,
     "stablehlo.while": _Parser._while_form,
+    **{f"quant.{cast}": _Parser._cast_form for cast in ("qcast", "dcast", "scast")},
 }
 _KEYWORDS: dict[str, dict[str, Callable[[_Parser], dict[str, Any]]]] = {
     "stablehlo.transpose": {"dims": _i64_array("permutation")},
@@ -1374,6 +1392,7 @@ _KEYWORDS: dict[str, dict[str, Callable[[_Parser], dict[str, Any]]]] = {
     "stablehlo.cholesky": {"lower": lambda p: {"lower": BoolAttr(p._bool())}},
     "stablehlo.reduce_precision": {"format": _Parser._float_format},
     "stablehlo.dot": {"precision": _Parser._precision},
+    "check.expect_almost_eq": {"tolerance": lambda p: {"tolerance": p._number_attr(typed=False)}},
 }
 _DOT_GENERAL_KEYWORDS: dict[str, Callable[[_Parser], dict[str, Any]]] = {
     "batching_dims": lambda p: p._dims_pair("batching"),

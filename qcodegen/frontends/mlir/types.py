@@ -129,7 +129,7 @@ class UniformQuantType:
     axis, the nesting of the ``{{...}}`` list for sub-channel. A scale is ``float(text)`` of its decimal text.
     """
 
-    storage: IntegerType  # signedness "signed" (i8, si8) or "unsigned" (u8, ui8)
+    storage: IntegerType  # signedness "signless" (i8, two's complement), "signed" (si8) or "unsigned" (u8, ui8)
     expressed: FloatType
     scales: tuple[float, ...]
     zero_points: tuple[int, ...]
@@ -149,7 +149,7 @@ class UniformQuantType:
         return bool(self.block_sizes)
 
     def __str__(self) -> str:
-        types = f"{'u' if self.storage.unsigned else 'i'}{self.storage.width}"
+        types = f"{'u' if self.storage.unsigned else _SIGNEDNESS_PREFIX[self.storage.signedness]}{self.storage.width}"
         if (self.storage_min, self.storage_max) != (self.storage.min_value, self.storage.max_value):
             types += f"<{self.storage_min}:{self.storage_max}>"
         types += f":{self.expressed}"
