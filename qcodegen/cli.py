@@ -12,7 +12,7 @@ import numpy as np
 
 from .codegen import generate, list_targets, load_target
 from .codegen.render import c_identifier
-from .compiler import plan
+from .compiler import HYBRID_MODES, plan
 from .errors import QcError
 from .frontends import load_model
 from .plan.schedule import Schedule
@@ -29,13 +29,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"qcodegen: error: {message}\n")
 
 
-def _schedule(path: str) -> Schedule:
-    return plan(load_model(path))
+def _schedule(path: str, args: argparse.Namespace) -> Schedule:
+    return plan(load_model(path), hybrid=args.hybrid)
 
 
 def _compile(args: argparse.Namespace) -> int:
     target = load_target(args.target)
-    schedule = _schedule(args.model)
+    schedule = _schedule(args.model, args)
     name = c_identifier(args.name or schedule.name)
     outdir = Path(args.output or name)
     model = generate(schedule, outdir, target, name=name, harness=args.harness)
@@ -57,7 +57,7 @@ def _load_npy(path: str) -> np.ndarray:
 
 def _run(args: argparse.Namespace) -> int:
     target = load_target(args.target)
-    schedule = _schedule(args.model)
+    schedule = _schedule(args.model, args)
     inputs = check_inputs(schedule, [_load_npy(p) for p in args.input])
     if len(args.output) != len(schedule.outputs):
         raise QcError(f"model has {len(schedule.outputs)} output(s); got {len(args.output)} -o file(s)")
@@ -90,7 +90,10 @@ def _verify(args: argparse.Namespace) -> int:
     if args.against == "golden":
         return _verify_golden(args)
     target = load_target(args.target)
-    schedule = _schedule(args.model)
+    if args.against == "float":  # StableHLO only: checked before compiling
+        from .verify.float_accuracy import float_definition, verify_against_float
+        definition = float_definition(args.model, load_model(args.model))
+    schedule = _schedule(args.model, args)
 
     def progress(done: int, total: int) -> None:
         if not args.json and total >= 20 and done % max(1, total // 10) == 0:
@@ -116,9 +119,12 @@ def _verify(args: argparse.Namespace) -> int:
                                              seed=args.seed)
                 oracle = "TFLite Micro"
             else:
-                raise QcError(f"--against {args.against} is not available yet "
-                              "(available: reference, tosa-ref, tflm, golden)")
+                result = verify_against_float(definition, schedule, model, runner, samples=args.samples,
+                                              seed=args.seed, tolerance_lsb=args.max_error_lsb, progress=progress)
             result.extra.update(runner.measurements(model))
+    if args.against == "float":  # accuracy, never "bit-exact" (docs/schemes.md)
+        print(json.dumps(result.as_json()) if args.json else result.describe())
+        return EXIT_OK if result.passed else EXIT_MISMATCH
     if args.json:
         print(json.dumps(result.as_json()))
     elif result.bit_exact:
@@ -134,7 +140,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    schedule = _schedule(args.model)
+    schedule = _schedule(args.model, args)
     if args.json:
         print(json.dumps(inspect_dict(schedule)))
     else:
@@ -157,6 +163,12 @@ def _targets(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _hybrid_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--hybrid", choices=HYBRID_MODES, default=None,
+                   help="kernel of hybrid ops (float lhs, quantized weights): weight-only (default) or "
+                        "dynamic-range (lhs quantized per row at run time, integer dot)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="qcodegen", description="Quantized graphs to integer-only C, verified bit for bit.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -167,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-o", "--output", help="output folder (default: the model name)")
     c.add_argument("--name", help="symbol prefix and file names (sanitised to a C identifier)")
     c.add_argument("--harness", action="store_true", help="also emit main.c and a Makefile")
+    _hybrid_option(c)
     c.set_defaults(func=_compile)
 
     r = sub.add_parser("run", help="run the generated C on .npy inputs")
@@ -174,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-t", "--target", default="generic")
     r.add_argument("-i", "--input", action="append", default=[], required=True)
     r.add_argument("-o", "--output", action="append", default=[], required=True)
+    _hybrid_option(r)
     r.set_defaults(func=_run)
 
     v = sub.add_parser("verify", help="check the generated C against an oracle, bit for bit")
@@ -183,11 +197,15 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--samples", type=int, default=10)
     v.add_argument("--seed", type=int, default=0)
     v.add_argument("--json", action="store_true")
+    v.add_argument("--max-error-lsb", type=float, default=1.0,
+                   help="--against float: pass when every output is within this many LSB (default 1)")
+    _hybrid_option(v)
     v.set_defaults(func=_verify)
 
     i = sub.add_parser("inspect", help="show the schedule, fixed-point parameters and memory plan")
     i.add_argument("model")
     i.add_argument("--json", action="store_true")
+    _hybrid_option(i)
     i.set_defaults(func=_inspect)
 
     t = sub.add_parser("targets", help="list targets and whether this machine can build and run them")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from . import primitives
-from .errors import GraphError
+from .errors import GraphError, QcError
 from .ir.graph import Graph
 from .lower import lower_graph
 from .plan.memory import plan_memory
 from .plan.passes import run_passes
 from .plan.ranges import analyse_ranges
 from .plan.schedule import Schedule
+from .primitives.hybrid_conv2d import MODES as HYBRID_MODES
 
 
 def check_schedule(schedule: Schedule) -> None:
@@ -21,7 +22,13 @@ def check_schedule(schedule: Schedule) -> None:
             raise type(exc)(f"step {k}{where}: {exc}") from None
 
 
-def plan(graph: Graph) -> Schedule:
+def plan(graph: Graph, hybrid: str | None = None) -> Schedule:
+    """hybrid: the kernel of hybrid ops (float lhs, quantized constant weights; docs/schemes.md), one of
+    HYBRID_MODES; None keeps the graph's option (default "weight-only")."""
+    if hybrid is not None:
+        if hybrid not in HYBRID_MODES:
+            raise QcError(f"hybrid mode {hybrid!r}: expected one of {', '.join(HYBRID_MODES)}")
+        graph.options["hybrid"] = hybrid
     graph.validate()
     schedule = lower_graph(graph)
     check_schedule(schedule)

@@ -40,6 +40,7 @@ from ..lower import stablehlo_semantics as sem
 from ..primitives.cast import wrap_to
 from .mlir import ast, parse_file
 from .mlir.types import TensorType, UniformQuantType
+from .stablehlo_qdq import fold_qdq
 from .stablehlo_reduce import fuse_wide_reductions, region_attrs
 from .stablehlo_verify import OpView, TensorT, convert_type, require_supported, verify_op
 
@@ -424,6 +425,7 @@ def finalize(program: Program, outputs: list[str]) -> Program:
     """Set the graph outputs, feed the data constants, fold the rest, drop ops no output needs."""
     graph = program.graph
     graph.outputs = list(dict.fromkeys(outputs))
+    fold_qdq(graph)
     fuse_wide_reductions(graph)
     fold_constants(graph, keep=lambda op: _is_feed(graph, op))
     users = _users(graph)

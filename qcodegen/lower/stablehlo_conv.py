@@ -17,6 +17,8 @@ batch groups, 0 to 3 spatial dimensions):
 The integer accumulator is exact. (The interpreter computes the same exact sum for NHWC/NCHW layouts without lhs
 dilation; for other layouts it falls back to a float32 convolution, whose rounding the exact sum can differ from.)
 
+Hybrid ops (float lhs and result, quantized constant weights): stablehlo_hybrid.py.
+
 Sub-channel (blockwise) constant weights: one convolution per input-channel block, the i32 partial sums summed at
 a common scale (stablehlo_blockwise.py); dot_general with such weights (no batching dimensions) is a 1x1
 convolution (i8 or i4 weights; i8 weights with a 4-bit storage range are stored as packed i4).
@@ -39,6 +41,7 @@ from .base import Lowerer, rule
 from .common import crop_input, expect_shape
 from .stablehlo_blockwise import combine, narrowed, partial_bound, segments, weight_zero_point
 from .stablehlo_common import copy, dilate, is_const, operands, per_tensor, permute, rescale_i32, reshaped, strided
+from .stablehlo_hybrid import hybrid_convolution, hybrid_dot_general, is_hybrid
 from .window import Window, window
 
 _IDENTITY_RTOL = 2.0 ** -20  # result scale == s_lhs * s_rhs up to float32 precision: no rescale
@@ -195,6 +198,9 @@ def _weights(lw: Lowerer, rhs: Tensor, lhs: Tensor) -> tuple[int, np.ndarray]:
 @rule("stablehlo.convolution")
 def lower_convolution(lw: Lowerer, op: Op) -> None:
     (lhs, rhs), (y,) = operands(lw, op, 2)
+    if is_hybrid(lhs, rhs, y):
+        hybrid_convolution(lw, op)
+        return
     ql = per_tensor(lw, lhs)
     if rhs.quant is None or y.quant is None:
         raise UnsupportedError(f"{lw.label}: hybrid convolutions are not supported")
@@ -314,6 +320,9 @@ def _volume(t: Tensor, dims: list[int]) -> int:
 @rule("stablehlo.dot_general")
 def lower_dot_general(lw: Lowerer, op: Op) -> None:
     (lhs, rhs), (y,) = operands(lw, op, 2)
+    if is_hybrid(lhs, rhs, y):
+        hybrid_dot_general(lw, op)
+        return
     ql = per_tensor(lw, lhs)
     if rhs.quant is None or y.quant is None:
         raise UnsupportedError(f"{lw.label}: hybrid dot_general is not supported")
