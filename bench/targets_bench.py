@@ -49,6 +49,7 @@ sys.path.insert(0, str(ROOT))
 from bench.models import ALL, MLPERF, model_path  # noqa: E402
 from bench.tflite_bench import _tflm_version, harness_seconds, machine  # noqa: E402
 from qcodegen.codegen import generate, list_targets, load_target  # noqa: E402
+from qcodegen.codegen.relayout import WEIGHT_LAYOUTS  # noqa: E402
 from qcodegen.codegen.render import GeneratedModel  # noqa: E402
 from qcodegen.codegen.targets import Target  # noqa: E402
 from qcodegen.compiler import plan  # noqa: E402
@@ -219,7 +220,7 @@ def measure(row: Row, path: Path, schedule: Schedule, target: Target, workdir: P
 
 def run(args: argparse.Namespace) -> list[Row]:
     log(f"load average at the start: {load_average()}")
-    targets = [load_target(t) for t in args.targets]
+    targets = [load_target(t, args.weight_layout) for t in args.targets]
     rows = []
     with tempfile.TemporaryDirectory(prefix="qc-targets-bench-") as tmp:
         workdir = Path(tmp)
@@ -354,6 +355,8 @@ def report(rows: list[Row], args: argparse.Namespace, command: str, seconds: flo
         f"- host SIMD: {simd_flags()} (XNNPACK chooses its kernels at run time for the best of these; target "
         f"x86-avx2 uses AVX2 only)",
         f"- command: `{command}` ({seconds / 60:.1f} min; load average at the end {load_average()})",
+        f"- weight layout: {args.weight_layout} (`qcodegen compile --weight-layout`; fast: Cortex-M4/M7 1x1 and FC "
+        "weights also as int16 SMLAD pairs, more flash, fewer instructions)",
         f"- versions: {_versions()}",
         f"- toolchains and flags:\n{_toolchains(args.targets)}",
     ]
@@ -394,6 +397,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--samples", type=int, default=3, help="seeded inputs checked against TFLM (default 3)")
     p.add_argument("--runs", type=int, default=20, help="inferences per wall-time batch at least (default 20)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--weight-layout", choices=WEIGHT_LAYOUTS, default="compact",
+                   help="as `qcodegen compile --weight-layout` (default compact: int8 weights in flash)")
     p.add_argument("--json", help="also write the rows as JSON to this file")
     p.add_argument("--write", help="write a markdown report (e.g. bench/TARGETS.md)")
     args = p.parse_args(argv)

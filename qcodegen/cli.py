@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from .codegen import generate, list_targets, load_target
+from .codegen.relayout import WEIGHT_LAYOUTS
 from .codegen.render import c_identifier
 from .compiler import HYBRID_MODES, plan
 from .errors import QcError
@@ -34,7 +35,7 @@ def _schedule(path: str, args: argparse.Namespace) -> Schedule:
 
 
 def _compile(args: argparse.Namespace) -> int:
-    target = load_target(args.target)
+    target = load_target(args.target, args.weight_layout)
     schedule = _schedule(args.model, args)
     name = c_identifier(args.name or schedule.name)
     outdir = Path(args.output or name)
@@ -56,7 +57,7 @@ def _load_npy(path: str) -> np.ndarray:
 
 
 def _run(args: argparse.Namespace) -> int:
-    target = load_target(args.target)
+    target = load_target(args.target, args.weight_layout)
     schedule = _schedule(args.model, args)
     inputs = check_inputs(schedule, [_load_npy(p) for p in args.input])
     if len(args.output) != len(schedule.outputs):
@@ -89,7 +90,7 @@ def _verify(args: argparse.Namespace) -> int:
         raise QcError("--samples must be at least 1")
     if args.against == "golden":
         return _verify_golden(args)
-    target = load_target(args.target)
+    target = load_target(args.target, args.weight_layout)
     if args.against == "float":  # StableHLO only: checked before compiling
         from .verify.float_accuracy import float_definition, verify_against_float
         definition = float_definition(args.model, load_model(args.model))
@@ -163,6 +164,12 @@ def _targets(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _weight_layout_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--weight-layout", choices=WEIGHT_LAYOUTS, default=None,
+                   help="compact (default): weights stay int8 in flash; fast: also re-lay them where the target's "
+                        "kernels gain from more flash (Cortex-M4/M7: int16 pairs for SMLAD, twice the bytes)")
+
+
 def _hybrid_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hybrid", choices=HYBRID_MODES, default=None,
                    help="kernel of hybrid ops (float lhs, quantized weights): weight-only (default) or "
@@ -180,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--name", help="symbol prefix and file names (sanitised to a C identifier)")
     c.add_argument("--harness", action="store_true", help="also emit main.c and a Makefile")
     _hybrid_option(c)
+    _weight_layout_option(c)
     c.set_defaults(func=_compile)
 
     r = sub.add_parser("run", help="run the generated C on .npy inputs")
@@ -188,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-i", "--input", action="append", default=[], required=True)
     r.add_argument("-o", "--output", action="append", default=[], required=True)
     _hybrid_option(r)
+    _weight_layout_option(r)
     r.set_defaults(func=_run)
 
     v = sub.add_parser("verify", help="check the generated C against an oracle, bit for bit")
@@ -200,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--max-error-lsb", type=float, default=1.0,
                    help="--against float: pass when every output is within this many LSB (default 1)")
     _hybrid_option(v)
+    _weight_layout_option(v)
     v.set_defaults(func=_verify)
 
     i = sub.add_parser("inspect", help="show the schedule, fixed-point parameters and memory plan")

@@ -8,6 +8,7 @@ declare -A PKG=(
   [arm-none-eabi-gcc]="gcc-arm-none-eabi libnewlib-arm-none-eabi"
   [riscv64-linux-gnu-gcc]="gcc-riscv64-linux-gnu libc6-dev-riscv64-cross"
   [riscv64-unknown-elf-gcc]="gcc-riscv64-unknown-elf"
+  [clang]="clang"  # riscv64-rvv: RVV intrinsics (GCC 12 has none), with the riscv64-linux-gnu sysroot
   [qemu-aarch64]="qemu-user"
   [qemu-system-arm]="qemu-system-arm"
   [make]="make"

@@ -2,27 +2,43 @@
 templates/generic/_dot.c.j2): on every target that has one and whose tools exist here, CONV2D stays bit-exact
 with the reference for awkward row lengths (vector main loops, 8-element and scalar tails, tail
 predication), for the blocked rows and the remainder rows of the output channels, with extreme values
-(-128 * -128 products summed over 1000 taps) and non-zero input zero points (the weight-row correction)."""
+(-128 * -128 products summed over 1000 taps) and non-zero input zero points (the weight-row correction).
+Requantizing stores of FUSED_CONV (vector TOSA apply_scale_32 where the target has one, qc_scale32x<lanes>): extreme
+multipliers and shifts (21..62), negative accumulators, output zero points and clamps, both roundings."""
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from qcodegen.codegen import generate, list_targets
+from qcodegen.codegen import generate, list_targets, load_target
 from qcodegen.codegen.targets import Target
-from qcodegen.plan.schedule import Schedule
+from qcodegen.ir.dtypes import dtype
+from qcodegen.plan.fuse import fuse_conv_rescale
+from qcodegen.plan.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
 from qcodegen.testing import Const, Var, prepare, step_schedule, verify_planned
 from qcodegen.verify.runners import unavailable
 
-SIMD = [t.name for t in list_targets() if any((d / "_dot.c.j2").is_file() for d in t.template_dirs()[:-1])]
+
+def _layouts(target: Target) -> list[str]:
+    """The weight layouts that change the target's kernels: "fast" too where a template asks relayout.allows()."""
+    texts = (p.read_text() for d in target.template_dirs()[:-1] for p in d.glob("*.j2"))
+    return ["compact", "fast"] if any("relayout.allows(" in text for text in texts) else ["compact"]
+
+
+SIMD = [(t.name, layout) for t in list_targets() if any((d / "_dot.c.j2").is_file() for d in t.template_dirs()[:-1])
+        for layout in _layouts(t)]
 LENGTHS = {1: 0, 3: -128, 15: 127, 16: 0, 17: -5, 33: 127, 1000: -128}  # row length: input zero point
 OC = 5  # four blocked rows (or two pairs) and a remainder row
+_ROWS = re.compile(r"qc_\w*dot_rows\w*\(xp")  # the rows kernel (qc_dot_rows_s8 or a target's variant)
 
 
-@pytest.fixture(params=SIMD)
+@pytest.fixture(params=SIMD, ids=lambda p: p[0] if p[1] == "compact" else f"{p[0]}-{p[1]}")
 def target(request) -> Target:
-    tgt = next(t for t in list_targets() if t.name == request.param)
+    tgt = load_target(*request.param)
     reason = unavailable(tgt)
     if reason:
         pytest.skip(f"{tgt.name}: {reason}")
@@ -62,7 +78,7 @@ def test_pointwise_row_lengths(target, k, tmp_path):
     """1x1 convolution over 3 pixels read in place (unaligned rows), k input channels."""
     w = _weights(OC, k, np.random.default_rng(k)).reshape(OC, 1, 1, k)
     sched = _conv((1, 1, 3, k), w, (1, 1, 3, OC), izp=LENGTHS[k])
-    assert "qc_dot_rows_s8(xp" in _generated(sched, target, tmp_path)
+    assert _ROWS.search(_generated(sched, target, tmp_path))
     _check(sched, target, [np.full((1, 1, 3, k), -128), np.full((1, 1, 3, k), 127)])
 
 
@@ -71,7 +87,7 @@ def test_padded_window_gathered(target, tmp_path):
     w = _weights(6, 63, np.random.default_rng(9)).reshape(6, 3, 3, 7)
     sched = _conv((1, 6, 5, 7), w, (1, 3, 2, 6), izp=-128, pad=[1, 0, 2, 0], stride=[2, 2], dilation=[1, 2],
                   pad_value=-128)
-    assert "qc_dot_rows_s8(xp" in _generated(sched, target, tmp_path)
+    assert _ROWS.search(_generated(sched, target, tmp_path))
     _check(sched, target, [np.full((1, 6, 5, 7), -128), np.full((1, 6, 5, 7), 127)])
 
 
@@ -80,16 +96,212 @@ def test_weight_zero_point_uses_generic_loops(target, tmp_path):
     w = _weights(OC, 17, np.random.default_rng(4)).reshape(OC, 1, 1, 17)
     sched = _conv((1, 2, 2, 17), w, (1, 2, 2, OC), izp=3, wzp=-7)
     c = _generated(sched, target, tmp_path)
-    assert "qc_dot_rows_s8(xp" not in c and "qc_dot_s8(xp" not in c
+    assert not _ROWS.search(c) and "qc_dot_s8(xp" not in c
     _check(sched, target, [np.full((1, 2, 2, 17), -128)])
 
 
 @pytest.mark.parametrize("m", [1, 2])
 def test_depthwise_taps(target, m, tmp_path):
     """DEPTHWISE_CONV2D over 19 channels (vector main loop and predicated or scalar tail), clipped windows;
-    the override (where the target has one) takes the taps of multiplier 1, the portable loops the others."""
+    the override (where the target has one: per tap, or the whole step) takes multiplier 1, the portable loops
+    the others."""
     w = _weights(3 * 3, 19 * m, np.random.default_rng(m)).reshape(3, 3, 19, m)
     sched = _conv((1, 5, 4, 19), w, (1, 5, 4, 19 * m), izp=-128, op="DEPTHWISE_CONV2D", pad=[1, 1, 1, 1])
     c = _generated(sched, target, tmp_path)
-    assert ("qc_mla_s8(acc" in c) == (m == 1 and "void qc_mla_s8(" in c)
+    hooked = "qc_mla_s8(acc" in c or "/* depthwise kernel: " in c  # per-tap hook, or the `depthwise` hook
+    assert hooked == (m == 1 and ("void qc_mla_s8(" in c or "/* depthwise kernel: " in c))
     _check(sched, target, [np.full((1, 5, 4, 19), -128), np.full((1, 5, 4, 19), 127)])
+
+
+# (multiplier, shift) pairs: |acc| < 2^20 here (TOSA requires |acc| < 2^(shift-1) for shifts <= 31), and each
+# keeps acc * m / 2^s inside int32
+SCALES = [((1 << 31) - 1, 21), (1, 21), (1 << 30, 24), (1 << 30, 31), ((1 << 31) - 1, 32), (1 << 30, 33),
+          (1518500250, 40), ((1 << 31) - 1, 48), ((1 << 31) - 1, 62), (123456789, 36), (1, 30), (1 << 30, 41),
+          (1518500250, 42), ((1 << 31) - 1, 43)]
+
+
+def _conv_rescale(oc: int, rounding: str, scales: list[tuple[int, int]], bias: np.ndarray, out_zp: int,
+                  out_range: tuple[int, int], k: int = 17, pixels: int = 3, w: np.ndarray | None = None) -> Schedule:
+    """1x1 CONV2D (izp -128, k input channels, oc output channels; weights w or _weights) + RESCALE to i8, fused
+    into FUSED_CONV."""
+    sched = Schedule("t")
+    sched.add_buffer(Buffer("x", (1, 1, pixels, k), dtype("i8"), INPUT))
+    sched.inputs.append("x")
+    w = (_weights(oc, k, np.random.default_rng(k * oc)) if w is None else w).reshape(oc, 1, 1, k).astype(np.int8)
+    sched.add_buffer(Buffer("w", w.shape, dtype("i8"), CONST, w))
+    sched.add_buffer(Buffer("b", bias.shape, dtype("i32"), CONST, bias.astype(np.int32)))
+    sched.add_buffer(Buffer("acc", (1, 1, pixels, oc), dtype("i32"), TEMP))
+    sched.add_buffer(Buffer("y", (1, 1, pixels, oc), dtype("i8"), OUTPUT))
+    sched.outputs = ["y"]
+    conv = dict(pad=[0, 0, 0, 0], stride=[1, 1], dilation=[1, 1], input_zp=-128, weight_zp=0, acc_type="i32")
+    rescale = dict(multiplier=[m for m, _ in scales], shift=[s for _, s in scales], input_zp=0, output_zp=out_zp,
+                   scale32=True, rounding=rounding, per_channel=len(scales) > 1, out_min=out_range[0],
+                   out_max=out_range[1])
+    sched.steps = [Step("CONV2D", ["x", "w", "b"], ["acc"], conv, "conv"),
+                   Step("RESCALE", ["acc"], ["y"], rescale, "rescale")]
+    fuse_conv_rescale(sched)
+    return sched
+
+
+def _big_bias(scales: list[tuple[int, int]], oc: int, rng: np.random.Generator, k: int = 17) -> np.ndarray:
+    """Biases near +-2^31 when every shift is > 31 (TOSA allows any value there), else within the smallest
+    2^(shift-1) bound (the range analysis bounds the whole accumulator tensor), less what the 1x1 window over
+    k channels can add (k * 255 * 128)."""
+    bound = min((1 << 31 if s > 31 else 1 << (s - 1)) for _, s in scales) - k * 255 * 128 - (1 << 10) - 1
+    assert bound > 1 << 10
+    return np.where(rng.integers(0, 2, oc) == 1, bound, -bound) - rng.integers(0, 1 << 10, oc)
+
+
+def _check_requantized(sched: Schedule, target: Target, tmp_path: Path) -> None:
+    c = _generated(sched, target, tmp_path)
+    if "qc_scale32x" in c.split("static void")[0]:  # the target has a vector requantize: the step uses it
+        assert "qc_scale32x" in c.split("static void", 1)[1]
+    shape = sched.buffers["x"].shape
+    _check(sched, target, [np.full(shape, -128), np.full(shape, 127)])
+
+
+@pytest.mark.parametrize("rounding", ["single_round", "double_round"])
+@pytest.mark.parametrize("k, oc", [(17, 20), (40, 16)])
+def test_requantized_store(target, rounding, k, oc, tmp_path):
+    """FUSED_CONV with oc output channels (vector blocks and a scalar remainder, or blocks only), k input
+    channels (17: vector and scalar tails of the dot products; 40: a multiple of 8, the re-laid weights of
+    aarch64-dotprod), izp = -128 (the weight-row correction); per channel: every (multiplier, shift) of SCALES
+    that the window allows (for double rounding those with shifts > 31: the branch-free form), and per tensor;
+    accumulators near +-2^31 where the shift allows (even channels) or small biases (odd channels: outputs off the
+    clamps for shifts around 42), output zero points at both ends and a narrow clamp."""
+    window = k * 255 * 128
+    table = [sc for sc in SCALES if (sc[1] > 31 or rounding == "single_round" and 1 << (sc[1] - 1) > 2 * window)]
+    for scales, out_zp, out_range in [([table[i % len(table)] for i in range(oc)], -128, (-128, 127)),
+                                      ([(1518500250, 42)], 127, (-100, 6))]:
+        rng = np.random.default_rng(oc)
+        bias = np.where(np.arange(oc) % 2 == 1, rng.integers(-256, 256, oc), _big_bias(scales, oc, rng, k))
+        _check_requantized(_conv_rescale(oc, rounding, scales, bias, out_zp, out_range, k=k), target, tmp_path)
+
+
+@pytest.mark.parametrize("rounding, low_shift", [("single_round", 22), ("single_round", 32), ("double_round", 32)])
+def test_requantized_store_random_scales(target, rounding, low_shift, tmp_path):
+    """Random per-channel scales, 27 channels x 16 pixels x 3 samples per case and target (k = 16: the re-laid
+    weights of aarch64-dotprod), in two regimes that
+    keep the outputs off the clamps (where rounding is visible): even channels with accumulators near the
+    largest value the shifts allow, any multiplier and shifts 52 .. 62; odd channels with small weights and
+    biases, multipliers in [2^30, 2^31) and shifts low_shift .. low_shift + 7 (2^30 is then a large part of the
+    DOUBLE_ROUND rounding term)."""
+    rng = np.random.default_rng(low_shift)
+    oc, k = 27, 16
+    odd = np.arange(oc) % 2 == 1
+    shifts = np.where(odd, rng.integers(low_shift, low_shift + 8, oc), rng.integers(52, 63, oc))
+    mults = np.where(odd, rng.integers(1 << 30, 1 << 31, oc), rng.integers(1, 1 << 31, oc))
+    scales = [(int(m), int(s)) for m, s in zip(mults, shifts, strict=True)]
+    bias = np.where(odd, rng.integers(-256, 256, oc), _big_bias(scales, oc, rng, k))
+    w = np.where(odd[:, None], rng.integers(-2, 3, (oc, k)), _weights(oc, k, rng))
+    sched = _conv_rescale(oc, rounding, scales, bias, int(rng.integers(-128, 128)), (-128, 127), k=k, pixels=16, w=w)
+    _check_requantized(sched, target, tmp_path)
+
+
+@pytest.mark.parametrize("c, stride, pad_value", [(27, 1, -128), (27, 2, 0), (40, 1, 5)])
+def test_depthwise_requantized_blocks(target, c, stride, pad_value, tmp_path):
+    """3x3 DEPTHWISE_CONV2D + RESCALE (FUSED_CONV) over c channels (27: a block of 16, then 8 and 3 more; 40: two
+    blocks and a group of 8), padded on every side (border pixels through the pad row, pad values -128, 0, 5),
+    strides 1 and 2, izp -128, per-channel double rounding with shifts > 31 and small biases (outputs off the
+    clamps); weights without -128 (the paired taps of aarch64, summed in int16) except in the first case."""
+    rng = np.random.default_rng(c * stride)
+    ih, iw = 7, 5
+    oh, ow = (ih - 1) // stride + 1, (iw - 1) // stride + 1
+    sched = Schedule("t")
+    w = rng.integers(-127, 128, (3, 3, c, 1)).astype(np.int8)
+    w[0, :2] = -127  # a pair of taps at the int16 limit of paired products (2 * 128 * 127)
+    if stride == 1 and pad_value == -128:
+        w.flat[0] = -128  # no pairing (aarch64): taps one by one
+    bias = rng.integers(-4096, 4096, c).astype(np.int32)
+    for name, shape, dt, kind, values in [("x", (1, ih, iw, c), "i8", INPUT, None), ("w", w.shape, "i8", CONST, w),
+                                          ("b", bias.shape, "i32", CONST, bias),
+                                          ("acc", (1, oh, ow, c), "i32", TEMP, None),
+                                          ("y", (1, oh, ow, c), "i8", OUTPUT, None)]:
+        sched.add_buffer(Buffer(name, shape, dtype(dt), kind, values))
+    sched.inputs, sched.outputs = ["x"], ["y"]
+    conv = dict(pad=[1, 1, 1, 1], stride=[stride, stride], dilation=[1, 1], input_zp=-128, weight_zp=0,
+                acc_type="i32", pad_value=pad_value)
+    rescale = dict(multiplier=rng.integers(1 << 30, 1 << 31, c).tolist(), shift=rng.integers(38, 44, c).tolist(),
+                   input_zp=0, output_zp=int(rng.integers(-128, 128)), scale32=True, per_channel=True,
+                   rounding="double_round")
+    sched.steps = [Step("DEPTHWISE_CONV2D", ["x", "w", "b"], ["acc"], conv, "dw"),
+                   Step("RESCALE", ["acc"], ["y"], rescale, "rs")]
+    fuse_conv_rescale(sched)
+    _generated(sched, target, tmp_path)
+    _check(sched, target, [np.full((1, ih, iw, c), -128), np.full((1, ih, iw, c), 127)])
+
+
+@st.composite
+def _fused_cases(draw):
+    """Convolutions fused with their RESCALE for the blocked depthwise kernels and the requantizing stores:
+    channel counts around the block widths, 3x3 (unrolled interior) and other windows, padding with zero and
+    non-zero pad values, strides, dilation, input zero points, shifts on both sides of 33 (the exact 32-bit
+    requantization starts there), any multiplier, large biases (negative accumulators), and output ranges with
+    and without a fused ReLU bound."""
+    op = draw(st.sampled_from(["CONV2D", "DEPTHWISE_CONV2D", "DEPTHWISE_CONV2D"]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    c = draw(st.sampled_from([1, 3, 4, 8, 19, 20]))
+    kh, kw = draw(st.sampled_from([(3, 3), (3, 3), (1, 1), (2, 3), (5, 4)]))
+    sy, sx, dy = draw(st.integers(1, 2)), draw(st.integers(1, 2)), draw(st.sampled_from([1, 1, 2]))
+    pt, pb, pl, pr = (draw(st.integers(0, k - 1)) for k in (kh, kh, kw, kw))
+    oh, ow = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    ih, iw = (oh - 1) * sy + (kh - 1) * dy + 1 - pt - pb, (ow - 1) * sx + kw - pl - pr
+    if ih < 1 or iw < 1:
+        ih, iw, pt, pb, pl, pr = ih + pt + pb, iw + pl + pr, 0, 0, 0, 0
+    oc = draw(st.sampled_from([1, 5, 8])) if op == "CONV2D" else c
+    w = rng.integers(-128, 127, (oc, kh, kw, c) if op == "CONV2D" else (kh, kw, c, 1), endpoint=True)
+    w.flat[0] = -128
+    bias = rng.integers(-(1 << 24), 1 << 24, oc)
+    channels = draw(st.sampled_from([oc, 1]))
+    lo = draw(st.sampled_from([33, 33, 28]))
+    shift = rng.integers(lo, 63, channels)
+    multiplier = rng.integers(0, 1 << 31, channels)
+    multiplier[0] = draw(st.sampled_from([0, 1, (1 << 31) - 1, 1 << 30]))
+    out_range = draw(st.sampled_from([None, (-128, 127), (-128, 127), (-5, 127), (-100, 6)]))
+    conv = dict(pad=[pt, pb, pl, pr], stride=[sy, sx], dilation=[dy, 1], weight_zp=0, acc_type="i32",
+                input_zp=draw(st.sampled_from([0, -128, 17])), pad_value=draw(st.sampled_from([-128, 0, 3])))
+    rescale = dict(multiplier=multiplier.tolist(), shift=shift.tolist(), input_zp=0,
+                   output_zp=int(rng.integers(-128, 128)), scale32=True, per_channel=channels > 1,
+                   rounding=draw(st.sampled_from(["double_round", "single_round"])))
+    if out_range:
+        rescale.update(out_min=out_range[0], out_max=out_range[1])
+    sched = Schedule("t")
+    for name, shape, dt, kind, values in [("x", (1, ih, iw, c), "i8", INPUT, None), ("w", w.shape, "i8", CONST, w),
+                                          ("b", bias.shape, "i32", CONST, bias), ("acc", (1, oh, ow, oc), "i32", TEMP,
+                                          None), ("y", (1, oh, ow, oc), "i8", OUTPUT, None)]:
+        data = None if values is None else values.astype(dtype(dt).numpy)
+        sched.add_buffer(Buffer(name, shape, dtype(dt), kind, data))
+    sched.inputs, sched.outputs = ["x"], ["y"]
+    sched.steps = [Step(op, ["x", "w", "b"], ["acc"], conv, "conv"), Step("RESCALE", ["acc"], ["y"], rescale, "rs")]
+    fuse_conv_rescale(sched)
+    return prepare(sched)
+
+
+@settings(max_examples=12, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sched=_fused_cases())
+def test_fused_blocks_and_requantize(target, sched):
+    """FUSED_CONV on the target (its `depthwise` and `requantize` hooks where it has them) == the reference,
+    for random inputs and the int8 extremes."""
+    assert sched.fused, "not fused"
+    shape = sched.buffers[sched.inputs[0]].shape
+    rng = np.random.default_rng(5)
+    samples = [[rng.integers(-128, 128, shape).astype(np.int8)], [np.full(shape, -128, np.int8)],
+               [np.full(shape, 127, np.int8)]]
+    result = verify_planned(sched, target=target, inputs=samples)
+    assert result.bit_exact, f"{target.name}: {result.mismatches} mismatches, first {result.first_mismatch}"
+
+
+@pytest.mark.parametrize("op", ["CONV2D", "DEPTHWISE_CONV2D"])
+def test_int16_input_falls_back(target, op, tmp_path):
+    """int16 inputs (i48 accumulators) are not handled by the overrides' kernels: the portable loops run, exactly
+    (3x3 window with padding, 6 channels, int16 extremes)."""
+    rng = np.random.default_rng(11)
+    w = rng.integers(-128, 128, (6, 3, 3, 6) if op == "CONV2D" else (3, 3, 6, 1))
+    bias = Const(rng.integers(-(1 << 36), 1 << 36, 6), "i48")
+    sched = step_schedule(op, [Var((1, 4, 5, 6), "i16"), Const(w, "i8"), bias], [((1, 4, 5, 6), "i48")],
+                          input_zp=0, weight_zp=0, acc_type="i48", pad=[1, 1, 1, 1], stride=[1, 1], dilation=[1, 1])
+    c = _generated(sched, target, tmp_path)
+    assert "/* depthwise kernel: " not in c and not _ROWS.search(c)
+    samples = [[rng.integers(-32768, 32768, (1, 4, 5, 6)).astype(np.int16)], [np.full((1, 4, 5, 6), -32768, np.int16)]]
+    result = verify_planned(sched, target=target, inputs=samples)
+    assert result.bit_exact, f"{target.name}: {result.mismatches} mismatches, first {result.first_mismatch}"

@@ -18,6 +18,7 @@ from ..ir.dtypes import DType
 from ..plan.fuse import execution_order
 from ..plan.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule
 from ..resources import data_path
+from .relayout import FAST_ONLY, RELAYOUTS, WEIGHT_LAYOUTS
 from .targets import Target
 
 _C_KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
@@ -138,8 +139,42 @@ class GeneratedModel:
         return f"int {self.name}_run({', '.join(params + ['void *'])});"
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+
+def _reads(body: str, name: str) -> bool:
+    """Whether the C of a step body uses the parameter `name` other than in `(void)name;`."""
+    return re.search(rf"\b{name}\b", re.sub(rf"\(void\)\s*{name}\s*;", "", body)) is not None
+
+
+class _Relayout:
+    """The step templates' `relayout(operand, kind, rows)`: the name of the constant array of `operand`'s values
+    re-laid by RELAYOUTS[kind] (made once, added to the weights); `relayout.allows(kind)`: whether the target's
+    weight layout permits that kind (FAST_ONLY kinds need "fast")."""
+
+    def __init__(self, prefix: str, const_arrays: list[ConstArray], layout: str) -> None:
+        if layout not in WEIGHT_LAYOUTS:
+            raise QcError(f"unknown weight layout {layout!r} (known: {', '.join(WEIGHT_LAYOUTS)})")
+        self.prefix, self.const_arrays, self.layout = prefix, const_arrays, layout
+        self.made: dict[tuple[str, str, int], str] = {}
+
+    def allows(self, kind: str) -> bool:
+        return kind not in FAST_ONLY or self.layout == "fast"
+
+    def __call__(self, operand: Operand, kind: str, rows: int) -> str:
+        if not self.allows(kind):
+            raise QcError(f"internal: re-layout {kind} used with weight layout {self.layout!r}")
+        key = (operand.buffer.name, kind, rows)
+        if key not in self.made:
+            ctype, fn = RELAYOUTS[kind]
+            self.made[key] = f"{self.prefix}_c_{c_identifier(operand.buffer.name)}_{kind}"
+            self.const_arrays.append(ConstArray(self.made[key], ctype, fn(operand.buffer.data, rows)))
+        return self.made[key]
+
+
 def _environment(target: Target) -> jinja2.Environment:
-    return _environment_for(tuple(str(p) for p in target.template_dirs()))
+    # the templates root last: an override may import another folder's file by path ("avx2/_dot.c.j2")
+    return _environment_for(tuple(str(p) for p in target.template_dirs()) + (str(data_path("templates")),))
 
 
 @functools.lru_cache(maxsize=16)
@@ -203,6 +238,8 @@ def generate(schedule: Schedule, outdir: Path, target: Target, name: str | None 
             return f"({buf.dtype.ctype} *)(void *)(arena_bytes + {buf.offset})"
         return c_names[buf.name]
 
+    relayout = _Relayout(prefix, const_arrays, target.extra.get("weight_layout", "compact"))
+
     steps = []
     for k, step in execution_order(schedule):  # fused groups (qcodegen/plan/fuse.py) as one step
         prim = primitives.get(step.op)
@@ -218,14 +255,20 @@ def generate(schedule: Schedule, outdir: Path, target: Target, name: str | None 
         ins = [Operand(f"in{i}", b) for i, b in enumerate(io.ins)]
         outs = [Operand(f"out{i}", b) for i, b in enumerate(io.outs)]
         body = env.get_template(prim.template).render(step=step, ins=ins, outs=outs, consts=consts,
-                                                     ctx=prim.template_context(io), index=k)
+                                                     ctx=prim.template_context(io), index=k, relayout=relayout)
         params = [f"const {o.ctype} *{o.name}" for o in ins] + [f"{o.ctype} *{o.name}" for o in outs]
+        # a constant the body does not read (a re-laid copy is read instead) is passed as NULL, so that its array
+        # is left out of the weights below
+        args = ["NULL" if b.kind == CONST and not _reads(body, o.name) else pointer(b)
+                for o, b in zip(ins, io.ins, strict=True)]
         steps.append(dict(
             index=k, step=step, fn=f"{prefix}_step{k}", params=", ".join(params), body=body.rstrip(),
-            args=", ".join([pointer(b) for b in io.ins] + [pointer(b) for b in io.outs]),
+            args=", ".join(args + [pointer(b) for b in io.outs]),
             outputs=[(pointer(b), b.size * b.dtype.container_bytes) for b in io.outs],
         ))
 
+    used = set(_IDENTIFIER.findall("\n".join(f"{s['body']}\n{s['args']}" for s in steps)))
+    const_arrays[:] = [c for c in const_arrays if c.name in used]
     consumed = {n for s in schedule.steps for n in s.inputs}
     unused_inputs = [i for i, b in enumerate(api_in) if b.name not in consumed]
     ctx = dict(name=name, NAME=name.upper(), schedule=schedule, steps=steps, inputs=api_in, outputs=api_out,

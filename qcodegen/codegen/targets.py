@@ -38,12 +38,16 @@ class Target:
 _KNOWN = {"name", "description", "cc", "cflags", "ldflags", "templates", "runner", "emulator"}
 
 
-def load_target(name: str) -> Target:
+def load_target(name: str, weight_layout: str | None = None) -> Target:
+    """The target `name` (targets/<name>.toml); weight_layout (qcodegen/codegen/relayout.py WEIGHT_LAYOUTS)
+    overrides the file's `weight_layout` (default "compact")."""
     path = data_path("targets") / f"{name}.toml"
     if not path.is_file():
         raise QcError(f"unknown target {name!r} (known: {', '.join(t.name for t in list_targets())})")
     with path.open("rb") as f:
         raw = tomllib.load(f)
+    if weight_layout is not None:
+        raw["weight_layout"] = weight_layout
     return Target(
         name=raw["name"], description=raw.get("description", ""), cc=raw.get("cc", "cc"),
         cflags=tuple(raw.get("cflags", ())), ldflags=tuple(raw.get("ldflags", ())),

@@ -1,29 +1,39 @@
-"""Sub-channel (blockwise) quantized weights of StableHLO dot_general / convolution: one int32 partial sum per block.
+"""Sub-channel (blockwise) quantized weights of StableHLO dot_general / convolution: one BLOCK_CONV2D step
+(qcodegen/primitives/block_conv2d.py; docs/schemes.md "Sub-channel (blockwise) quantization").
 
-The weights (in [O, spatial..., I] layout) are split into contiguous input-channel segments over which every output
-channel has one scale s_lhs * s_w[block, o]; each segment is an ordinary CONV2D over the sliced input channels and
-the sliced weights (i8 or i4 constants, 4-bit packed two per byte by the codegen). The partial sums are brought to a
-common per-channel i32 scale c[o] = max_block(s_lhs * s_w[block, o]) * 2^-e by a RESCALE rounding half to even with
-a full-precision multiplier (ratio <= 2^e), added with an ADD chain, and the sum is rescaled once to the result.
+The weights (in [O, KH, KW, I] layout) are split into contiguous input-channel segments over which every output
+channel has one scale; BLOCK_CONV2D blocks are the segments' greatest common length (a segment longer than that is
+several blocks with the same ratio). Block b of output channel o has the unit u[b, o] = s_lhs * s_w[b, o]; its int32
+partial sum P_b is weighted by an integer ratio r[b, o] = round(R[o] * u[b, o] / top[o]), top[o] = max_b u[b, o], so
+that sum_b P_b * r[b, o] is the dot product in units of c[o] = top[o] / R[o], and one output RESCALE (half to even)
+from c[o] to the result's type requantizes it.
 
-e is the largest exponent (<= 24) with sum_block B_block * 2^e <= 2^28, B_block the largest |partial sum| of the
-block (largest |x - x_zp| times the largest column sum of |w - w_zp|): the rescaled partial sums and every prefix
-of the ADD chain then stay below 2^28 in magnitude (no int32 overflow; the planner's range analysis re-derives and
-checks the same bounds), and each rescaled value v * ratio < 2^28 keeps |v| below 2^(shift - 1) as TOSA RESCALE
-requires. The rounding error per block is at most 0.5 * c[o], i.e. 2^-(e+1) of the coarsest block's unit.
-"""
+Overflow: with B[b, o] the largest |P_b| (largest |x - x_zp| times the sum of |w - w_zp| over the block), R[o] is at
+most (2^31 - 1) // sum_b B[b, o] (and at most 32767: the ratios are int16), so |sum_b P_b * r[b, o]| and each of its
+prefixes stay within int32 (the primitive's value_ranges re-derives this from the constant weights and raises
+PlanError otherwise). Precision: the ratio rounding moves the sum by at most sum_b B[b, o] * |R u / top - r| units of
+c[o] (<= 0.5 c[o] sum_b B[b, o]); R[o] is the candidate with the smallest such bound (relative to top[o]) among
+the 256 largest allowed values and the largest allowed power of two (exact for power-of-two scale ratios). The worst
+bound over the channels, in output LSBs, is recorded in the schedule notes (`ratio_error_lsb`)."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ..errors import UnsupportedError
-from ..fixedpoint import Rounding
+from ..fixedpoint import Rounding, quantize_multiplier
+from ..ir.graph import Tensor
 from ..ir.quant import QuantType
 from .base import Lowerer
+from .stablehlo_common import is_const
+from .window import Window
 
-_BUDGET_BITS = 28
-_MAX_EXTRA_BITS = 24
+_RATIO_MAX = (1 << 15) - 1  # int16 ratios
+_SUM_MAX = (1 << 31) - 1  # int32 ratio-weighted sums
+_CANDIDATES = 256  # values of R[o] tried below the largest allowed one
+_CHUNK = 64  # output channels per step of the search
 
 
 def segments(lw: Lowerer, scales: np.ndarray) -> list[tuple[int, int]]:
@@ -54,39 +64,73 @@ def weight_zero_point(lw: Lowerer, q: QuantType) -> int:
     return int(zps[0])
 
 
-def partial_bound(weights: np.ndarray, wzp: int, q_in: QuantType) -> int:
-    """Largest |partial sum| of a block: weights [O, ..., I_block] against any input in q_in's storage range."""
+def block_bounds(weights: np.ndarray, wzp: int, q_in: QuantType, blocks: int) -> np.ndarray:
+    """[B, O]: the largest |partial sum| of each block and output channel, weights [O, ..., I] against any input in
+    q_in's storage range."""
     x_max = max(abs(q_in.storage_min - q_in.zero_point), abs(q_in.storage_max - q_in.zero_point))
-    col = np.abs(weights.astype(np.int64) - wzp).reshape(weights.shape[0], -1).sum(axis=1)
-    return int(col.max(initial=0)) * x_max
+    o, i = weights.shape[0], weights.shape[-1]
+    w = np.abs(weights.astype(np.int64) - wzp).reshape(o, -1, blocks, i // blocks)
+    return w.sum(axis=(1, 3)).T * x_max
 
 
-def common_exponent(bounds: list[int]) -> int:
-    """The e of the module docstring: the finest common scale whose rescaled partial sums stay below 2^28."""
-    total = max(sum(bounds), 1)
-    e = 0
-    while e < _MAX_EXTRA_BITS and total << (e + 1) <= 1 << _BUDGET_BITS:
-        e += 1
-    if total << e > 1 << _BUDGET_BITS:
-        raise UnsupportedError(f"blockwise partial sums up to {total} exceed the 2^{_BUDGET_BITS} budget")
-    return e
+def ratios(units: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Units [B, O] and block bounds [B, O] -> (ratios [B, O] int64, common scale c [O], the ratio rounding's error
+    bound [O] in units of c) as in the module docstring."""
+    top = units.max(axis=0)
+    limit = np.minimum(_RATIO_MAX, _SUM_MAX // np.maximum(bounds.sum(axis=0), 1))
+    if np.any(limit < 1):
+        raise UnsupportedError(f"blockwise partial sums up to {int(bounds.sum(axis=0).max())} exceed int32")
+    caps = np.concatenate([np.maximum(limit[None, :] - np.arange(_CANDIDATES)[:, None], 1),
+                           2 ** np.floor(np.log2(limit))[None, :].astype(np.int64)])  # [K, O]
+    share = units / top
+    r = np.zeros(units.shape, np.int64)
+    cap = np.zeros(limit.shape, np.int64)
+    for lo in range(0, units.shape[1], _CHUNK):  # candidates x blocks x a chunk of channels at a time
+        part = slice(lo, lo + _CHUNK)
+        exact = caps[:, None, part] * share[None, :, part]
+        rounded = np.floor(exact + 0.5)
+        best = np.argmin((bounds[None, :, part] * np.abs(exact - rounded)).sum(axis=1) / caps[:, part], axis=0)
+        cols = np.arange(best.size)
+        r[:, part] = rounded[best, :, cols].T
+        cap[part] = caps[best, lo + cols]
+    err = (bounds * np.abs(cap * share - r)).sum(axis=0)
+    return r, top / cap, err
 
 
-def combine(lw: Lowerer, parts: list[str], scales: list[np.ndarray], bounds: list[int], base: str
-            ) -> tuple[str, np.ndarray]:
-    """Sum channels-last i32 partial sums of per-channel scales `scales` at a common scale: (sum, its scales)."""
-    if len(parts) == 1:
-        return parts[0], scales[0]
-    common = np.max(scales, axis=0) * 2.0 ** -common_exponent(bounds)
-    acc = None
-    for k, (part, s) in enumerate(zip(parts, scales, strict=True)):
-        shape = lw.schedule.buffers[part].shape
-        scaled = lw.temp(f"{base}_blk{k}", shape, "i32")
-        lw.rescale(part, scaled, s / common, axis=len(shape) - 1, rounding=Rounding.HALF_EVEN)
-        if acc is None:
-            acc = scaled
-            continue
-        total = lw.temp(f"{base}_bsum{k}", shape, "i32")
-        lw.emit("ADD", [acc, scaled], [total])
-        acc = total
-    return acc, common
+def _result_type(lw: Lowerer, y: Tensor, channels: int) -> tuple[np.ndarray, int]:
+    """Per-channel scales of the result and its (single) zero point; the result types one RESCALE produces."""
+    qy = y.quant
+    zps = np.unique(qy.zero_points)
+    if y.dtype.name not in ("i8", "i16", "i32") or zps.size != 1 or (y.dtype.name != "i8" and zps[0] != 0):
+        raise UnsupportedError(f"{lw.label}: sub-channel weights need an i8 result (or i16 / i32 without zero "
+                               f"point) with one zero point, got {y.dtype} with zero points {zps.tolist()}")
+    scales = np.broadcast_to(qy.scales, (channels,)) if qy.kind == "per_axis" else np.full(channels, qy.scale)
+    return scales.astype(np.float64), int(zps[0])
+
+
+def block_conv(lw: Lowerer, x: str, w: str, w_scales: np.ndarray, win: Window, ql: QuantType, q_w: QuantType,
+               wzp: int, y: Tensor, base: str) -> str:
+    """One BLOCK_CONV2D of x [N, H, W, I] (TOSA window `win`) with constant weights w [O, KH, KW, I] of
+    per-element scales `w_scales`, requantized to y's type. Returns the [N, OH, OW, O] result buffer."""
+    if not is_const(lw, w):
+        raise UnsupportedError(f"{lw.label}: sub-channel weights must be constants")
+    weights = lw.schedule.buffers[w].data
+    o, i = weights.shape[0], weights.shape[-1]
+    size = math.gcd(*[stop - start for start, stop in segments(lw, w_scales)])
+    units = ql.scale * w_scales.reshape(o, -1, i)[:, 0, ::size].T.astype(np.float64)  # [B, O]
+    bounds = block_bounds(weights, wzp, ql, i // size)
+    try:
+        r, common, err = ratios(units, bounds)
+    except UnsupportedError as exc:
+        raise UnsupportedError(f"{lw.label}: {exc}") from None
+    y_scales, y_zp = _result_type(lw, y, o)
+    lw.schedule.notes.append(f"{base}: blockwise ratio rounding <= {float((err * common / y_scales).max()):.3g} "
+                             "output LSB (ratio_error_lsb)")
+    pairs = [quantize_multiplier(float(c / s)) for c, s in zip(common, y_scales, strict=True)]
+    n = lw.schedule.buffers[x].shape[0]
+    out = lw.temp(f"{base}_q", (n, *win.out, o), y.dtype)
+    lw.emit("BLOCK_CONV2D", [x, narrowed(lw, w, q_w), lw.const(f"{base}_ratio", r, "i16")], [out],
+            pad=list(win.pad), stride=list(win.stride), dilation=list(win.dilation), input_zp=ql.zero_point,
+            weight_zp=wzp, multiplier=[m for m, _ in pairs], shift=[s for _, s in pairs], output_zp=y_zp,
+            rounding=Rounding.HALF_EVEN.value, out_min=int(y.quant.storage_min), out_max=int(y.quant.storage_max))
+    return out

@@ -19,9 +19,10 @@ dilation; for other layouts it falls back to a float32 convolution, whose roundi
 
 Hybrid ops (float lhs and result, quantized constant weights): stablehlo_hybrid.py.
 
-Sub-channel (blockwise) constant weights: one convolution per input-channel block, the i32 partial sums summed at
-a common scale (stablehlo_blockwise.py); dot_general with such weights (no batching dimensions) is a 1x1
-convolution (i8 or i4 weights; i8 weights with a 4-bit storage range are stored as packed i4).
+Sub-channel (blockwise) constant weights (no groups): one BLOCK_CONV2D, per-block partial sums weighted by integer
+ratios and requantized once (stablehlo_blockwise.py; a kernel depth is folded into the channels); dot_general with
+such weights (no batching dimensions) is a 1x1 convolution (i8 or i4 weights; i8 weights with a 4-bit storage range
+are stored as packed i4).
 
 dot_general: lhs and rhs transposed to [batch, free, contracting] and [batch, contracting, free], one MATMUL with
 both zero points, the accumulator rescaled as above (per-axis rhs: per channel along the result dimension of the
@@ -39,7 +40,7 @@ from ..ir.graph import Op, Tensor
 from ..ir.quant import QuantType
 from .base import Lowerer, rule
 from .common import crop_input, expect_shape
-from .stablehlo_blockwise import combine, narrowed, partial_bound, segments, weight_zero_point
+from .stablehlo_blockwise import block_conv, weight_zero_point
 from .stablehlo_common import copy, dilate, is_const, operands, per_tensor, permute, rescale_i32, reshaped, strided
 from .stablehlo_hybrid import hybrid_convolution, hybrid_dot_general, is_hybrid
 from .window import Window, window
@@ -72,17 +73,24 @@ class _Conv:
     def __init__(self, lw: Lowerer, izp: int, wzp: int, base: str) -> None:
         self.lw, self.izp, self.wzp, self.base = lw, izp, wzp, base
 
-    def conv2d(self, x: str, w: str, axes: tuple[_Axis, _Axis], groups: int) -> str:
-        """[N, H, W, C] x [O, KH, KW, C / groups] -> [N, OH, OW, O] i32."""
+    def window2d(self, x: str, w: str, axes: tuple[_Axis, _Axis]) -> tuple[str, Window]:
+        """The TOSA window of x [N, H, W, C] and w [O, KH, KW, I], and x without the rows no output reads."""
         lw = self.lw
-        n, h, wd, c = lw.schedule.buffers[x].shape
-        o, kh, kw, i = lw.schedule.buffers[w].shape
+        h, wd = lw.schedule.buffers[x].shape[1:3]
+        kh, kw = lw.schedule.buffers[w].shape[1:3]
         try:
             win = window((h, wd), (kh, kw), [a.stride for a in axes], [a.dilation for a in axes],
                          [axes[0].lo, axes[0].hi, axes[1].lo, axes[1].hi])
         except ValueError as exc:
             raise lw.error(str(exc)) from None
-        x = crop_input(lw, x, win)
+        return crop_input(lw, x, win), win
+
+    def conv2d(self, x: str, w: str, axes: tuple[_Axis, _Axis], groups: int) -> str:
+        """[N, H, W, C] x [O, KH, KW, C / groups] -> [N, OH, OW, O] i32."""
+        lw = self.lw
+        n, _, _, c = lw.schedule.buffers[x].shape
+        o, kh, kw, i = lw.schedule.buffers[w].shape
+        x, win = self.window2d(x, w, axes)
         if groups == 1:
             return self._emit("CONV2D", x, w, win, (n, *win.out, o))
         if groups == c and i == 1:
@@ -124,7 +132,21 @@ class _Conv:
         if len(axes) == 2:
             return self.conv2d(x, w, (axes[0], axes[1]), groups)
         lw = self.lw
-        first, rest = axes[0], axes[1:]
+        n = lw.schedule.buffers[x].shape[0]
+        slabs, od = self.depth_slabs(x, axes[0], lw.schedule.buffers[w].shape[1])
+        parts = []
+        for k, slab in enumerate(slabs):
+            wk = self.slice(w, 1, k, 1)
+            wk = reshaped(lw, wk, (lw.schedule.buffers[wk].shape[0], *lw.schedule.buffers[wk].shape[2:]))
+            parts.append(self.conv_nd(slab, wk, list(axes[1:]), groups))
+        acc = _accumulate(lw, parts, self.base)
+        out_shape = lw.schedule.buffers[acc].shape
+        return reshaped(lw, acc, (n, od, *out_shape[1:]))
+
+    def depth_slabs(self, x: str, first: _Axis, kd: int) -> tuple[list[str], int]:
+        """For each of the kd taps of the first spatial axis, the strided slab of the zero-point-padded input
+        [N, D, S..., C] it reads, as [N * OD, S..., C] (the output depth folded into the batch); and OD."""
+        lw = self.lw
         if first.lo or first.hi:
             shape = lw.schedule.buffers[x].shape
             padding = [0] * (2 * len(shape))
@@ -134,7 +156,6 @@ class _Conv:
             lw.emit("PAD", [x], [padded], padding=padding, pad_const=self.izp)
             x = padded
         shape = lw.schedule.buffers[x].shape
-        kd = lw.schedule.buffers[w].shape[1]
         span = (kd - 1) * first.dilation + 1
         if shape[1] < span:
             raise lw.error(f"the kernel ({span} with dilation) is larger than the padded input ({shape[1]})")
@@ -142,16 +163,9 @@ class _Conv:
         strides = [int(np.prod(shape[k + 1:])) for k in range(len(shape))]
         slab_shape = (shape[0], od, *shape[2:])
         folded = (shape[0] * od, *shape[2:])
-        parts = []
-        for k in range(kd):
-            slab = strided(lw, x, k * first.dilation * strides[1],
-                           [strides[0], first.stride * strides[1], *strides[2:]], slab_shape, f"{self.base}_slab{k}")
-            wk = self.slice(w, 1, k, 1)
-            wk = reshaped(lw, wk, (lw.schedule.buffers[wk].shape[0], *lw.schedule.buffers[wk].shape[2:]))
-            parts.append(self.conv_nd(reshaped(lw, slab, folded), wk, list(rest), groups))
-        acc = _accumulate(lw, parts, self.base)
-        out_shape = lw.schedule.buffers[acc].shape
-        return reshaped(lw, acc, (shape[0], od, *out_shape[1:]))
+        slabs = [strided(lw, x, k * first.dilation * strides[1], [strides[0], first.stride * strides[1], *strides[2:]],
+                         slab_shape, f"{self.base}_slab{k}") for k in range(kd)]
+        return [reshaped(lw, slab, folded) for slab in slabs], od
 
 
 def _rescale_acc(lw: Lowerer, acc: str, scales: np.ndarray, y: Tensor, dst: str) -> None:
@@ -180,7 +194,15 @@ def _finish(lw: Lowerer, acc: str, scales: np.ndarray, y: Tensor, perm: list[int
         return
     tmp = lw.temp(f"{y.name}_q", lw.schedule.buffers[acc].shape, y.dtype)
     _rescale_acc(lw, acc, scales, y, tmp)
-    lw.emit("TRANSPOSE", [tmp], [y.name], perms=perm)
+    _place(lw, tmp, y, perm)
+
+
+def _place(lw: Lowerer, src: str, y: Tensor, perm: list[int]) -> None:
+    """y = src transposed by `perm` (a copy when `perm` is the identity)."""
+    if perm == sorted(perm):
+        copy(lw, src, y.name)
+    else:
+        lw.emit("TRANSPOSE", [src], [y.name], perms=perm)
 
 
 def _weights(lw: Lowerer, rhs: Tensor, lhs: Tensor) -> tuple[int, np.ndarray]:
@@ -241,13 +263,13 @@ def lower_convolution(lw: Lowerer, op: Op) -> None:
         w = reshaped(lw, w, (ws[0], *ws[1:-1], *([1] * (2 - k)), ws[-1]))
         axes += [_Axis(1, 0, 0, 1)] * (2 - k)
     conv = _Conv(lw, ql.zero_point, wzp, base)
-    if rhs.quant.kind == "sub_channel":
+    blockwise = rhs.quant.kind == "sub_channel"
+    if blockwise:
         if groups != 1 or batch_groups != 1:
-            raise UnsupportedError(f"{lw.label}: grouped convolutions with sub-channel weights")
+            raise UnsupportedError(f"{lw.label}: sub-channel weights in a grouped convolution")
         w_scales = np.transpose(rhs.quant.expand(rhs.shape)[0], [
             d.kernel_output_feature_dimension, *d.kernel_spatial_dimensions, d.kernel_input_feature_dimension])
-        w_scales = w_scales.reshape(lw.schedule.buffers[w].shape)
-        acc, scales = _blockwise(conv, x, w, w_scales, axes, ql, rhs.quant)
+        acc = _blockwise(conv, x, w, w_scales.reshape(lw.schedule.buffers[w].shape), axes, ql, rhs.quant, y)
     else:
         acc = _grouped(lw, conv, x, w, axes, groups, batch_groups)
     acc_shape = lw.schedule.buffers[acc].shape
@@ -259,7 +281,10 @@ def lower_convolution(lw: Lowerer, op: Op) -> None:
         perm[dim] = 1 + i
     perm[d.output_feature_dimension] = k + 1
     expect_shape(lw, y, tuple(lw.schedule.buffers[acc].shape[p] for p in perm))
-    _finish(lw, acc, scales, y, perm)
+    if blockwise:
+        _place(lw, acc, y, perm)
+    else:
+        _finish(lw, acc, scales, y, perm)
 
 
 def _grouped(lw: Lowerer, conv: _Conv, x: str, w: str, axes: list[_Axis], groups: int, batch_groups: int) -> str:
@@ -276,27 +301,37 @@ def _grouped(lw: Lowerer, conv: _Conv, x: str, w: str, axes: list[_Axis], groups
     return out
 
 
-def _blockwise(conv: _Conv, x: str, w: str, w_scales: np.ndarray, axes: list[_Axis], ql: QuantType,
-               q_w: QuantType) -> tuple[str, np.ndarray]:
-    """Sub-channel weights [O, K..., I] (per-element scales `w_scales`): one convolution per input-channel block
-    over the sliced input and weights, summed at a common scale (stablehlo_blockwise). Returns the channels-last
-    accumulator and its per-channel scales."""
+def _blockwise(conv: _Conv, x: str, w: str, w_scales: np.ndarray, axes: list[_Axis], ql: QuantType, q_w: QuantType,
+               y: Tensor) -> str:
+    """Sub-channel weights [O, K..., I] (per-element scales `w_scales`, 2 or 3 kernel axes): one BLOCK_CONV2D
+    requantized to y's type, [N, OS..., O]. A kernel depth is folded into the channels: the depth taps' input slabs
+    concatenated along the channels, the weights and scales reordered to [O, KH, KW, KD * I] to match."""
     lw = conv.lw
-    last = len(lw.schedule.buffers[w].shape) - 1
-    parts, scales, bounds = [], [], []
-    blocks = segments(lw, w_scales)
-    for start, stop in blocks:
-        xs = x if len(blocks) == 1 else conv.slice(x, last, start, stop - start)
-        ws = narrowed(lw, w if len(blocks) == 1 else conv.slice(w, last, start, stop - start), q_w)
-        parts.append(conv.conv_nd(xs, ws, axes, 1))
-        scales.append(ql.scale * w_scales.reshape(w_scales.shape[0], -1, w_scales.shape[-1])[:, 0, start])
-        bounds.append(partial_bound(lw.schedule.buffers[ws].data, conv.wzp, ql))
-    return combine(lw, parts, scales, bounds, conv.base)
+    depth = len(axes) == 3
+    if len(axes) > 3:
+        raise UnsupportedError(f"{lw.label}: sub-channel weights in a convolution with {len(axes)} spatial axes")
+    if depth:
+        n = lw.schedule.buffers[x].shape[0]
+        o, kd, kh, kw, i = lw.schedule.buffers[w].shape
+        slabs, od = conv.depth_slabs(x, axes[0], kd)
+        x = lw.temp(f"{conv.base}_depth", (*lw.schedule.buffers[slabs[0]].shape[:3], kd * i),
+                    lw.schedule.buffers[x].dtype)
+        lw.emit("CONCAT", slabs, [x], axis=3)
+        buf = lw.schedule.buffers[w]
+        w = lw.const(f"{w}_depth", np.moveaxis(buf.data, 1, 3).reshape(o, kh, kw, kd * i), buf.dtype)
+        w_scales = np.moveaxis(w_scales, 1, 3).reshape(o, kh, kw, kd * i)
+        axes = axes[1:]
+    x, win = conv.window2d(x, w, (axes[0], axes[1]))
+    out = block_conv(lw, x, w, w_scales, win, ql, q_w, conv.wzp, y, conv.base)
+    if depth:
+        shape = lw.schedule.buffers[out].shape
+        out = reshaped(lw, out, (n, od, *shape[1:]))
+    return out
 
 
 def _blockwise_dot(lw: Lowerer, lhs: Tensor, rhs: Tensor, y: Tensor, lf: list[int], lc: list[int], rc: list[int],
                    rf: list[int]) -> None:
-    """dot_general with sub-channel constant weights and no batching dimensions: a 1x1 convolution per block."""
+    """dot_general with sub-channel constant weights and no batching dimensions: a 1x1 BLOCK_CONV2D."""
     ql = per_tensor(lw, lhs)
     if not is_const(lw, rhs.name) or y.quant.kind != "per_tensor":
         raise UnsupportedError(f"{lw.label}: sub-channel dot_general needs constant weights and a per-tensor result")
@@ -306,11 +341,9 @@ def _blockwise_dot(lw: Lowerer, lhs: Tensor, rhs: Tensor, y: Tensor, lf: list[in
     w = reshaped(lw, permute(lw, rhs.name, rf + rc), (n, 1, 1, kk))
     w_scales = np.transpose(rhs.quant.expand(rhs.shape)[0], rf + rc).reshape(n, 1, 1, kk)
     unit = _Axis(1, 0, 0, 1)
-    acc, scales = _blockwise(_Conv(lw, ql.zero_point, wzp, y.name), x, w, w_scales, [unit, unit], ql,
-                              rhs.quant)
-    tmp = lw.temp(f"{y.name}_q", (m, n), y.dtype)
-    _rescale_acc(lw, reshaped(lw, acc, (m, n)), scales, y, tmp)
-    copy(lw, reshaped(lw, tmp, y.shape), y.name)
+    x, win = _Conv(lw, ql.zero_point, wzp, y.name).window2d(x, w, (unit, unit))
+    out = block_conv(lw, x, w, w_scales, win, ql, rhs.quant, wzp, y, y.name)
+    copy(lw, reshaped(lw, out, y.shape), y.name)
 
 
 def _volume(t: Tensor, dims: list[int]) -> int:

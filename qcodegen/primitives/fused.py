@@ -85,10 +85,12 @@ class Fused(Primitive):
 
 def requantize_context(rescale: StepIO) -> dict[str, Any]:
     """How a template applies a RESCALE to one value: the scale function, per-channel or literal multiplier
-    and shift, zero points and output bounds."""
+    and shift (and the smallest shift, for target kernels exact only above some shift), zero points and output
+    bounds."""
     ctx = get("RESCALE").template_context(rescale)
     return dict(fn=ctx["scale_fn"], per_channel=ctx["per_channel"], multiplier=ctx["multiplier"],
-                shift=ctx["shift"], input_zp=int(rescale.attrs["input_zp"]), output_zp=int(rescale.attrs["output_zp"]),
+                shift=ctx["shift"], min_shift=min(int(s) for s in rescale.attrs["shift"]),
+                input_zp=int(rescale.attrs["input_zp"]), output_zp=int(rescale.attrs["output_zp"]),
                 lo=ctx["lo"], hi=ctx["hi"], scale32=ctx["scale32"])
 
 

@@ -150,7 +150,7 @@ def cannot_count(target: Target) -> str | None:
     """Why instructions cannot be counted for the target here (None: they can)."""
     counter = _counter(target)
     if not counter:
-        return "no QEMU emulator for the target"
+        return target.extra.get("no_counter", "no QEMU emulator for the target")
     missing = [t for t in (counter[0], binutil(target, "objdump")) if shutil.which(t) is None]
     return f"missing {', '.join(missing)}" if missing else None
 

@@ -4,6 +4,9 @@
  * (the return site in the caller, not counted). Everything executed in between -- the function and all its
  * callees, compiler runtime helpers included -- is counted. Several stop= arguments may be given.
  * out=FILE receives "calls C\ninsns N\n" at exit (N summed over the C windows).
+ * Per-segment mode (bench/profile_steps.py): each mark=ADDR (an address inside the window, e.g. the return site
+ * of one step call) closes a segment: the instructions executed in the window since the previous mark (or the
+ * entry) are added to that mark's count, written as "mark ADDR insns N hits H" lines.
  *
  * Built at run time by qcodegen with the host C compiler; QEMU's qemu-plugin.h is not packaged on Debian,
  * so the few declarations needed are written out below. Single vCPU (user mode, or one-core boards).
@@ -16,6 +19,7 @@
 
 #define QC_EXPORT __attribute__((visibility("default")))
 #define QC_MAX_STOPS 16
+#define QC_MAX_MARKS 4096
 
 typedef uint64_t qemu_plugin_id_t;
 struct qemu_plugin_tb;
@@ -41,10 +45,15 @@ QC_EXPORT int qemu_plugin_version = 1;
 struct marked_tb {
   size_t n_insns;
   size_t n_marks;
-  struct { size_t index; bool entry; } marks[];
+  struct { size_t index; int kind; } marks[]; /* kind: KIND_ENTRY, KIND_STOP or a segment mark's number */
 };
 
+enum { KIND_ENTRY = -1, KIND_STOP = -2 };
+
 static uint64_t entry_addr = UINT64_MAX;
+static uint64_t mark_addr[QC_MAX_MARKS], mark_insns[QC_MAX_MARKS], mark_hits[QC_MAX_MARKS];
+static size_t n_marks;
+static uint64_t last_mark; /* value of total at the entry or the last segment mark */
 static uint64_t stop_addr[QC_MAX_STOPS];
 static size_t n_stops;
 static const char *out_path;
@@ -60,6 +69,12 @@ static bool is_stop(uint64_t pc) {
   return false;
 }
 
+static int mark_of(uint64_t pc) {
+  for (size_t i = 0; i < n_marks; i++)
+    if (mark_addr[i] == pc) return (int)i;
+  return -1;
+}
+
 static void marked_exec(unsigned int vcpu, void *udata) {
   const struct marked_tb *m = udata;
   size_t pos = 0;
@@ -67,13 +82,17 @@ static void marked_exec(unsigned int vcpu, void *udata) {
   for (size_t i = 0; i < m->n_marks; i++) {
     total += m->marks[i].index - pos;
     pos = m->marks[i].index;
-    if (m->marks[i].entry && !active) {
+    if (m->marks[i].kind == KIND_ENTRY && !active) {
       active = true;
-      opened = total;
-    } else if (!m->marks[i].entry && active) {
+      opened = last_mark = total;
+    } else if (m->marks[i].kind == KIND_STOP && active) {
       active = false;
       counted += total - opened;
       calls++;
+    } else if (m->marks[i].kind >= 0 && active) {
+      mark_insns[m->marks[i].kind] += total - last_mark;
+      mark_hits[m->marks[i].kind]++;
+      last_mark = total;
     }
   }
   total += m->n_insns - pos;
@@ -85,7 +104,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
   (void)id;
   for (size_t i = 0; i < n; i++) {
     uint64_t pc = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, i));
-    marks += (pc == entry_addr) + is_stop(pc);
+    marks += (pc == entry_addr) + is_stop(pc) + (mark_of(pc) >= 0);
   }
   if (marks == 0) {
     qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &total, n);
@@ -97,8 +116,9 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
   m->n_marks = 0;
   for (size_t i = 0; i < n; i++) {
     uint64_t pc = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, i));
-    if (is_stop(pc)) { m->marks[m->n_marks].index = i; m->marks[m->n_marks++].entry = false; }
-    if (pc == entry_addr) { m->marks[m->n_marks].index = i; m->marks[m->n_marks++].entry = true; }
+    if (mark_of(pc) >= 0) { m->marks[m->n_marks].index = i; m->marks[m->n_marks++].kind = mark_of(pc); }
+    if (is_stop(pc)) { m->marks[m->n_marks].index = i; m->marks[m->n_marks++].kind = KIND_STOP; }
+    if (pc == entry_addr) { m->marks[m->n_marks].index = i; m->marks[m->n_marks++].kind = KIND_ENTRY; }
   }
   qemu_plugin_register_vcpu_tb_exec_cb(tb, marked_exec, QEMU_PLUGIN_CB_NO_REGS, m);
 }
@@ -110,6 +130,9 @@ static void at_exit(qemu_plugin_id_t id, void *udata) {
   f = fopen(out_path, "w");
   if (!f) return;
   fprintf(f, "calls %llu\ninsns %llu\n", (unsigned long long)calls, (unsigned long long)counted);
+  for (size_t i = 0; i < n_marks; i++)
+    fprintf(f, "mark %#llx insns %llu hits %llu\n", (unsigned long long)mark_addr[i],
+            (unsigned long long)mark_insns[i], (unsigned long long)mark_hits[i]);
   fclose(f);
 }
 
@@ -120,6 +143,8 @@ QC_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const void *info, int arg
       entry_addr = strtoull(argv[i] + 6, NULL, 0);
     } else if (!strncmp(argv[i], "stop=", 5) && n_stops < QC_MAX_STOPS) {
       stop_addr[n_stops++] = strtoull(argv[i] + 5, NULL, 0);
+    } else if (!strncmp(argv[i], "mark=", 5) && n_marks < QC_MAX_MARKS) {
+      mark_addr[n_marks++] = strtoull(argv[i] + 5, NULL, 0);
     } else if (!strncmp(argv[i], "out=", 4)) {
       size_t len = strlen(argv[i] + 4) + 1;
       char *copy = malloc(len);                 /* QEMU may free argv after install */

@@ -1,0 +1,78 @@
+"""Weight re-layouts for a target's kernels, made at generation time from a constant operand's values: a template
+calls `relayout(operand, kind)` (passed to every step template by render.py) and gets the name of a new constant
+array (one per buffer and kind) holding the re-laid values."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+
+def dsp_q15x4(values: np.ndarray, rows: int) -> np.ndarray:
+    """Rows of int8 weights ([rows, k]) for SMLAD (Cortex-M DSP): per block of 4 rows and per group of 4 row
+    elements j..j+3, for each row two int32 words of int16 halves, (w[j] | w[j+2] << 16) then
+    (w[j+1] | w[j+3] << 16), matching SXTB16 of the 4 input bytes and of their rotation by 8. The rows after the
+    last block of 4 and the elements after the last group of 4 are left out (the kernel reads them as int8)."""
+    w = np.asarray(values, np.int64).reshape(rows, -1)
+    blocks, groups = rows // 4, w.shape[1] // 4
+    b = w[:blocks * 4, :groups * 4].reshape(blocks, 4, groups, 4) & 0xFFFF  # block, row, group, element
+    words = np.stack([b[..., 0] | b[..., 2] << 16, b[..., 1] | b[..., 3] << 16], axis=-1)
+    return words.transpose(0, 2, 1, 3).reshape(-1).astype(np.uint32).view(np.int32)
+
+
+def dsp_s8x2(values: np.ndarray, rows: int) -> np.ndarray:
+    """Rows of int8 weights ([rows, k]) for a kernel over pairs of rows (Cortex-M DSP, 2 pixels x 2 rows): per
+    pair of rows and per group of 4 row elements, the int32 word of the group's 4 bytes of the first row (byte j
+    = element j, little-endian), then of the second row: one LDRD loads both, the same flash as the int8 rows. The
+    last row of an odd count and the elements after the last group of 4 are left out (the kernel reads them as
+    int8)."""
+    w = np.asarray(values, np.int64).reshape(rows, -1)
+    pairs, groups = rows // 2, w.shape[1] // 4
+    b = w[:pairs * 2, :groups * 4].reshape(pairs, 2, groups, 4) & 0xFF  # pair, row, group, element
+    words = b[..., 0] | b[..., 1] << 8 | b[..., 2] << 16 | b[..., 3] << 24
+    return words.transpose(0, 2, 1).reshape(-1).astype(np.uint32).view(np.int32)
+
+
+def row_sums(values: np.ndarray, rows: int) -> np.ndarray:
+    """The sum of each row of int8 weights ([rows, k]) as int32: a kernel's input-zero-point correction made at
+    generation time (so that the int8 rows need not be read, nor kept, for it)."""
+    return np.asarray(values, np.int64).reshape(rows, -1).sum(axis=1).astype(np.int32)
+
+
+def sdot_4x4(values: np.ndarray, rows: int) -> np.ndarray:
+    """Rows of int8 weights ([rows, k]) for SDOT by element (AArch64 dotprod): per block of 4 rows and per group
+    of 4 row elements, 16 bytes: the group's 4 elements of row 0, then of rows 1, 2, 3 (lane r of the SDOT
+    accumulates row r). The rows after the last block of 4 and the elements after the last group of 4 are left
+    out (the kernel reads them from the OHWI array)."""
+    w = np.asarray(values, np.int64).reshape(rows, -1)
+    blocks, groups = rows // 4, w.shape[1] // 4
+    b = w[:blocks * 4, :groups * 4].reshape(blocks, 4, groups, 4)  # block, row, group, element
+    return b.transpose(0, 2, 1, 3).reshape(-1).astype(np.int8)
+
+
+def dsp_dw_q15(values: np.ndarray, channels: int) -> np.ndarray:
+    """Depthwise weights ([taps, channels], multiplier 1) for SMLABB/SMLATT (Cortex-M DSP): per tap and per group
+    of 4 channels c..c+3, the int32 words (w[c] | w[c+2] << 16) and (w[c+1] | w[c+3] << 16), matching SXTB16 of the
+    4 input bytes and of their rotation by 8. The channels after the last group of 4 are left out."""
+    w = np.asarray(values, np.int64).reshape(-1, channels)
+    groups = channels // 4
+    g = w[:, :groups * 4].reshape(w.shape[0], groups, 4) & 0xFFFF
+    words = np.stack([g[..., 0] | g[..., 2] << 16, g[..., 1] | g[..., 3] << 16], axis=-1)
+    return words.reshape(-1).astype(np.uint32).view(np.int32)
+
+
+RELAYOUTS: dict[str, tuple[str, Callable[[np.ndarray, int], np.ndarray]]] = {
+    "dsp_q15x4": ("int32_t", dsp_q15x4),
+    "dsp_dw_q15": ("int32_t", dsp_dw_q15),
+    "dsp_s8x2": ("int32_t", dsp_s8x2),
+    "row_sums": ("int32_t", row_sums),
+    "sdot_4x4": ("int8_t", sdot_4x4),
+}
+
+# Target weight layouts (`weight_layout` of a target, `--weight-layout` of the CLI): "compact" keeps the bulk of the
+# weights as int8 (flash = the model's weights); "fast" also makes the re-layouts of FAST_ONLY, which take more flash
+# than the int8 weights they stand for (int16 halves: twice the bytes) for fewer instructions. Depthwise re-layouts
+# are not listed: depthwise weights are a few KB per model.
+WEIGHT_LAYOUTS = ("compact", "fast")
+FAST_ONLY = frozenset({"dsp_q15x4"})

@@ -1,0 +1,142 @@
+"""BLOCK_CONV2D (qcodegen/primitives/block_conv2d.py): blockwise int32 partial sums weighted by integer ratios, one
+output requantization. Hand-computed reference values, range analysis (overflow refused), and generated C == numpy
+reference on random shapes, block counts, i4 / i8 weights, zero points, padding, stride and dilation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qcodegen.errors import GraphError, PlanError, UnsupportedError
+from qcodegen.fixedpoint import quantize_multiplier
+from qcodegen.lower.stablehlo_blockwise import ratios
+from qcodegen.plan.schedule import Schedule
+from qcodegen.reference import run_reference
+from qcodegen.testing import Const, Var, assert_bit_exact, prepare, step_schedule
+
+
+def _schedule(x_shape: tuple[int, ...], w: np.ndarray, ratio: np.ndarray, scales: list[float], out: str = "i8",
+              w_type: str = "i8", pad: tuple[int, ...] = (0, 0, 0, 0), stride: tuple[int, int] = (1, 1),
+              dilation: tuple[int, int] = (1, 1), izp: int = 0, wzp: int = 0, ozp: int = 0,
+              rounding: str = "half_even", x_range: tuple[int, int] | None = None) -> Schedule:
+    pairs = [quantize_multiplier(s) for s in scales]
+    n, ih, iw, _ = x_shape
+    o, kh, kw, _ = w.shape
+    oh = (ih + pad[0] + pad[1] - (kh - 1) * dilation[0] - 1) // stride[0] + 1
+    ow = (iw + pad[2] + pad[3] - (kw - 1) * dilation[1] - 1) // stride[1] + 1
+    lo, hi = x_range or (None, None)
+    return step_schedule("BLOCK_CONV2D", [Var(x_shape, "i8", lo, hi), Const(w, w_type), Const(ratio, "i16")],
+                         [((n, oh, ow, o), out)], pad=list(pad), stride=list(stride), dilation=list(dilation),
+                         input_zp=izp, weight_zp=wzp, multiplier=[m for m, _ in pairs], shift=[s for _, s in pairs],
+                         output_zp=ozp, rounding=rounding)
+
+
+def test_hand_computed_dense() -> None:
+    """1x1 window, 4 input channels in 2 blocks of 2, 2 output channels, input zero point 1, weight zero point -1.
+    x - 1 = [2, -1, 0, 3]; channel 0: w + 1 = [1, 2 | 3, -1] -> block sums 2 - 2 = 0 and 0 - 3 = -3, ratios (5, 2)
+    -> total -6; x 0.25 = -1.5 -> -2 (half to even), + 3 = 1. Channel 1: w + 1 = [0, 1 | 1, 1] -> -1 and 3, ratios
+    (1, 4) -> 11; x 0.25 = 2.75 -> 3, + 3 = 6."""
+    w = np.array([[0, 1, 2, -2], [-1, 0, 0, 0]]).reshape(2, 1, 1, 4)
+    sched = _schedule((1, 1, 1, 4), w, np.array([[5, 1], [2, 4]]), [0.25, 0.25], ozp=3, izp=1, wzp=-1)
+    x = np.array([3, 0, 1, 4], np.int8).reshape(1, 1, 1, 4)
+    assert run_reference(prepare(sched), [x])["out0"].reshape(-1).tolist() == [1, 6]
+    assert_bit_exact(sched, inputs=[[x]])
+
+
+def test_hand_computed_padding_reads_input_zero_point() -> None:
+    """3x1 input [1, 2, 3] (zero point 2), kernel 3x1 of ones, one block, pad 1 top and bottom, ratio 3, scale 1:
+    taps (x - 2) = [pad 0, -1, 0], [-1, 0, 1], [0, 1, pad 0] -> sums -1, 0, 1 -> x 3 = -3, 0, 3."""
+    w = np.ones((1, 3, 1, 1), np.int64)
+    sched = _schedule((1, 3, 1, 1), w, np.array([[3]]), [1.0], pad=(1, 1, 0, 0), izp=2)
+    x = np.array([1, 2, 3], np.int8).reshape(1, 3, 1, 1)
+    assert run_reference(prepare(sched), [x])["out0"].reshape(-1).tolist() == [-3, 0, 3]
+    assert_bit_exact(sched, inputs=[[x]])
+
+
+def test_i32_output_and_extreme_values() -> None:
+    """SEMANTICS §5 edges: inputs at -128 / 127, weights at the i4 extremes, zero points at their extremes, the
+    int32 sum at its proven bound: |x - 127| <= 255, w + 8 = 0 or 15 (16 of each per block of 32), ratios 32767 and
+    2322: 255 * 240 * 35089 = 2,147,446,800 <= 2^31 - 1 (ratio 2323 would be refused), i32 output."""
+    w = np.array([-8, 7] * 32).reshape(1, 1, 1, 64)
+    ratio = np.array([[32767], [2322]])
+    sched = _schedule((1, 1, 2, 64), w, ratio, [2.0 ** -20], out="i32", w_type="i4", wzp=-8, izp=127)
+    prepare(sched)
+    assert sched.steps[0].acc_bound == (-2147446800, 0)
+    x = np.array([[-128] * 64, [127] * 64], np.int8).reshape(1, 1, 2, 64)
+    assert_bit_exact(sched, inputs=[[x]])
+
+
+def test_overflow_refused() -> None:
+    """255 * 15 * 64 taps * ratio 32767 > 2^31: the ratio-weighted sum could overflow int32."""
+    w = np.full((1, 1, 1, 64), 7)
+    sched = _schedule((1, 1, 1, 64), w, np.full((1, 1), 32767), [2.0 ** -20], w_type="i4", wzp=-8, izp=127)
+    with pytest.raises(PlanError, match="ratio-weighted sum could overflow|i32 accumulator could overflow"):
+        prepare(sched)
+    ok = _schedule((1, 1, 1, 64), w, np.full((1, 1), 32767), [2.0 ** -20], w_type="i4", wzp=-8, izp=127,
+                   x_range=(120, 127))  # a narrower input range fits: 7 * 15 * 64 * 32767 < 2^31
+    prepare(ok)
+
+
+def test_check_errors() -> None:
+    w = np.zeros((2, 1, 1, 6), np.int64)
+    with pytest.raises(GraphError, match="blocks dividing 6"):
+        prepare(_schedule((1, 1, 1, 6), w, np.ones((4, 2)), [0.5, 0.5]))
+    with pytest.raises(GraphError, match="weight zero point"):
+        prepare(_schedule((1, 1, 1, 6), w, np.ones((2, 2)), [0.5, 0.5], w_type="i4", wzp=8))
+
+
+@given(st.data())
+def test_bit_exact(data: st.DataObject) -> None:
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    w_type = data.draw(st.sampled_from(["i8", "i4"]))
+    blocks, bs = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 6))
+    kh, kw = data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3))
+    sy, sx = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2))
+    dy, dx = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2))
+    pad = tuple(data.draw(st.lists(st.integers(0, 2), min_size=4, max_size=4)))
+    c, o = blocks * bs, data.draw(st.integers(1, 5))
+    ih = (kh - 1) * dy + 1 + sy * data.draw(st.integers(0, 2)) - pad[0] - pad[1]
+    iw = (kw - 1) * dx + 1 + sx * data.draw(st.integers(0, 2)) - pad[2] - pad[3]
+    if ih < 1 or iw < 1:
+        ih, iw, pad = (kh - 1) * dy + 1, (kw - 1) * dx + 1, (0, 0, 0, 0)
+    lo, hi = (-8, 7) if w_type == "i4" else (-128, 127)
+    w = rng.integers(lo, hi + 1, (o, kh, kw, c))
+    wzp = int(rng.integers(lo, hi + 1)) if data.draw(st.booleans()) else 0
+    izp = int(rng.integers(-128, 128)) if data.draw(st.booleans()) else 0
+    bound = 255 * (hi - lo) * kh * kw * c  # largest |block-weighted sum| per unit ratio
+    ratio = rng.integers(0, max(1, min(32767, (2**31 - 1) // bound)) + 1, (blocks, o))
+    scales = list(rng.uniform(2.0 ** -24, 2.0 ** -8, o))
+    out = data.draw(st.sampled_from(["i8", "i16", "i32"]))
+    ozp = int(rng.integers(-128, 128)) if out == "i8" else 0
+    rounding = data.draw(st.sampled_from(["half_even", "single_round", "double_round"]))
+    assert_bit_exact(_schedule((data.draw(st.integers(1, 2)), ih, iw, c), w, ratio, scales, out, w_type,
+                               pad, (sy, sx), (dy, dx), izp, wzp, ozp, rounding), samples=2)
+
+
+@pytest.mark.parametrize(("x_shape", "kernel", "pad", "w_type"), [
+    ((1, 3, 3, 256), (3, 3), (1, 1, 1, 1), "i4"),  # K = 2304 > the 2048-element window buffer, padded: in place
+    ((1, 3, 2, 256), (2, 1), (1, 0, 0, 0), "i8"),
+    ((1, 1, 2, 2560), (1, 1), (0, 0, 0, 0), "i4"),  # a long dense row read in place
+])
+def test_windows_above_the_patch_buffer(x_shape: tuple[int, ...], kernel: tuple[int, int], pad: tuple[int, ...],
+                                        w_type: str) -> None:
+    rng = np.random.default_rng(3)
+    lo, hi = (-8, 7) if w_type == "i4" else (-128, 127)
+    w = rng.integers(lo, hi + 1, (3, *kernel, x_shape[3]))
+    ratio = rng.integers(0, 200, (8, 3))
+    assert_bit_exact(_schedule(x_shape, w, ratio, [2.0 ** -14] * 3, w_type=w_type, pad=pad, izp=-5, wzp=lo // 2,
+                               ozp=7), samples=2)
+
+
+def test_ratio_choice_hand_computed() -> None:
+    """stablehlo_blockwise.ratios: units 0.2 / 0.1 / 0.05 with block bounds 100 each allow R up to 32767; every R
+    divisible by 4 is exact, the largest is 32764 -> ratios 32764, 16382, 8191, c = 0.2 / 32764, error 0. Units
+    1 / 0.3 with bounds 2^20 each: R <= (2^31 - 1) // 2^21 = 1023; 0.3 R is an integer for R = 1020 -> 1020, 306."""
+    r, common, err = ratios(np.array([[0.2], [0.1], [0.05]]), np.full((3, 1), 100))
+    assert r[:, 0].tolist() == [32764, 16382, 8191] and common[0] == 0.2 / 32764 and err[0] == 0
+    r, _, err = ratios(np.array([[1.0], [0.3]]), np.full((2, 1), 2**20))
+    assert r[:, 0].tolist() == [1020, 306] and err[0] < 1e-6
+    with pytest.raises(UnsupportedError, match="exceed int32"):
+        ratios(np.array([[1.0]]), np.array([[2**31]]))
