@@ -33,7 +33,8 @@ SIMD = [(t.name, layout) for t in list_targets() if any((d / "_dot.c.j2").is_fil
         for layout in _layouts(t)]
 LENGTHS = {1: 0, 3: -128, 15: 127, 16: 0, 17: -5, 33: 127, 1000: -128}  # row length: input zero point
 OC = 5  # four blocked rows (or two pairs) and a remainder row
-_ROWS = re.compile(r"qc_\w*dot_rows\w*\(xp")  # the rows kernel (qc_dot_rows_s8 or a target's variant)
+# the rows kernel (qc_dot_rows_s8 or a target's variant; Cortex-M DSP: pixels in pairs, inputs widened first)
+_ROWS = re.compile(r"qc_\w*dot_rows\w*\(xp|qc_dsp_widen\w*\(xp")
 
 
 @pytest.fixture(params=SIMD, ids=lambda p: p[0] if p[1] == "compact" else f"{p[0]}-{p[1]}")
@@ -89,6 +90,32 @@ def test_padded_window_gathered(target, tmp_path):
                   pad_value=-128)
     assert _ROWS.search(_generated(sched, target, tmp_path))
     _check(sched, target, [np.full((1, 6, 5, 7), -128), np.full((1, 6, 5, 7), 127)])
+
+
+def test_gathered_window_pixel_pairs(target, tmp_path):
+    """3x3 padded window gathered into xp, K = 3 * 3 * 8 (a multiple of 4: Cortex-M DSP takes the pixels in pairs),
+    an odd pixel count (5 x 3) and odd row count, a non-zero input zero point."""
+    w = _weights(OC, 72, np.random.default_rng(11)).reshape(OC, 3, 3, 8)
+    sched = _conv((1, 5, 3, 8), w, (1, 5, 3, OC), izp=-3, pad=[1, 1, 1, 1], pad_value=-3)
+    assert _ROWS.search(_generated(sched, target, tmp_path))
+    rng = np.random.default_rng(12)
+    _check(sched, target, [np.full((1, 5, 3, 8), -128), rng.integers(-128, 128, (1, 5, 3, 8))])
+
+
+def test_single_pixel_rows(target, tmp_path):
+    """One output pixel (FULLY_CONNECTED-shaped), k a multiple of 4, row counts a multiple of 4 (Cortex-M DSP: the
+    rows read as re-laid words, 4 per call) or not (4 rows per call and a remainder), non-zero input zero points,
+    and a fused requantize."""
+    for k, oc in ((16, 8), (1000, OC)):
+        w = _weights(oc, k, np.random.default_rng(k)).reshape(oc, 1, 1, k)
+        sched = _conv((1, 1, 1, k), w, (1, 1, 1, oc), izp=-128 if k == 1000 else 7)
+        assert _ROWS.search(_generated(sched, target, tmp_path))
+        _check(sched, target, [np.full((1, 1, 1, k), -128), np.full((1, 1, 1, k), 127)])
+    scales = [SCALES[i % len(SCALES)] for i in range(24)]
+    scales = [sc if sc[1] > 31 else (sc[0], 40) for sc in scales]
+    bias = _big_bias(scales, 24, np.random.default_rng(3), 40)
+    _check_requantized(_conv_rescale(24, "double_round", scales, bias, -128, (-128, 127), k=40, pixels=1), target,
+                       tmp_path)
 
 
 def test_weight_zero_point_uses_generic_loops(target, tmp_path):

@@ -9,29 +9,55 @@ from collections.abc import Callable
 import numpy as np
 
 
-def dsp_q15x4(values: np.ndarray, rows: int) -> np.ndarray:
-    """Rows of int8 weights ([rows, k]) for SMLAD (Cortex-M DSP): per block of 4 rows and per group of 4 row
+def _q15_blocks(values: np.ndarray, rows: int, block: int, pad: bool = False) -> np.ndarray:
+    """Rows of int8 weights ([rows, k]) for SMLAD (Cortex-M DSP): per block of `block` rows and per group of 4 row
     elements j..j+3, for each row two int32 words of int16 halves, (w[j] | w[j+2] << 16) then
     (w[j+1] | w[j+3] << 16), matching SXTB16 of the 4 input bytes and of their rotation by 8. The rows after the
-    last block of 4 and the elements after the last group of 4 are left out (the kernel reads them as int8)."""
-    w = np.asarray(values, np.int64).reshape(rows, -1)
-    blocks, groups = rows // 4, w.shape[1] // 4
-    b = w[:blocks * 4, :groups * 4].reshape(blocks, 4, groups, 4) & 0xFFFF  # block, row, group, element
+    last block are left out, and the elements after the last group of 4 (the kernel reads them as int8), or with
+    `pad` they make a last group, with zeros."""
+    w = _padded(values, rows, pad)
+    blocks, groups = rows // block, w.shape[1] // 4
+    b = w[:blocks * block, :groups * 4].reshape(blocks, block, groups, 4) & 0xFFFF  # block, row, group, element
     words = np.stack([b[..., 0] | b[..., 2] << 16, b[..., 1] | b[..., 3] << 16], axis=-1)
     return words.transpose(0, 2, 1, 3).reshape(-1).astype(np.uint32).view(np.int32)
 
 
-def dsp_s8x2(values: np.ndarray, rows: int) -> np.ndarray:
-    """Rows of int8 weights ([rows, k]) for a kernel over pairs of rows (Cortex-M DSP, 2 pixels x 2 rows): per
-    pair of rows and per group of 4 row elements, the int32 word of the group's 4 bytes of the first row (byte j
-    = element j, little-endian), then of the second row: one LDRD loads both, the same flash as the int8 rows. The
-    last row of an odd count and the elements after the last group of 4 are left out (the kernel reads them as
-    int8)."""
+def _padded(values: np.ndarray, rows: int, pad: bool) -> np.ndarray:
+    """[rows, k] int64, with `pad` zeros appended to each row up to a multiple of 4 elements."""
     w = np.asarray(values, np.int64).reshape(rows, -1)
-    pairs, groups = rows // 2, w.shape[1] // 4
-    b = w[:pairs * 2, :groups * 4].reshape(pairs, 2, groups, 4) & 0xFF  # pair, row, group, element
+    return np.pad(w, ((0, 0), (0, -w.shape[1] % 4))) if pad else w
+
+
+def dsp_q15x4(values: np.ndarray, rows: int) -> np.ndarray:
+    """_q15_blocks of 4 rows (qc_dsp_dot_rows4_q15)."""
+    return _q15_blocks(values, rows, 4)
+
+
+def dsp_q15x2(values: np.ndarray, rows: int) -> np.ndarray:
+    """_q15_blocks of 2 rows, padded (qc_dsp_dot2x2_q15: 2 pixels x 2 rows)."""
+    return _q15_blocks(values, rows, 2, pad=True)
+
+
+def _s8_blocks(values: np.ndarray, rows: int, block: int) -> np.ndarray:
+    """Rows of int8 weights ([rows, k]) for the Cortex-M DSP kernels over blocks of rows: per block of `block` rows
+    and per group of 4 row elements (the last group padded with zeros), the int32 word of the group's 4 bytes of
+    each row in turn (byte j = element j, little-endian): LDRD loads two rows' words; the same flash as the int8
+    rows (and the padding). The rows after the last block are left out (the kernel reads them as int8)."""
+    w = _padded(values, rows, True)
+    blocks, groups = rows // block, w.shape[1] // 4
+    b = w[:blocks * block].reshape(blocks, block, groups, 4) & 0xFF  # block, row, group, element
     words = b[..., 0] | b[..., 1] << 8 | b[..., 2] << 16 | b[..., 3] << 24
     return words.transpose(0, 2, 1).reshape(-1).astype(np.uint32).view(np.int32)
+
+
+def dsp_s8x2(values: np.ndarray, rows: int) -> np.ndarray:
+    """_s8_blocks of 2 rows (qc_dsp_dot2x2: 2 pixels x 2 rows)."""
+    return _s8_blocks(values, rows, 2)
+
+
+def dsp_s8x4(values: np.ndarray, rows: int) -> np.ndarray:
+    """_s8_blocks of 4 rows (qc_dsp_dot_rows4_s8x4)."""
+    return _s8_blocks(values, rows, 4)
 
 
 def row_sums(values: np.ndarray, rows: int) -> np.ndarray:
@@ -64,8 +90,10 @@ def dsp_dw_q15(values: np.ndarray, channels: int) -> np.ndarray:
 
 RELAYOUTS: dict[str, tuple[str, Callable[[np.ndarray, int], np.ndarray]]] = {
     "dsp_q15x4": ("int32_t", dsp_q15x4),
+    "dsp_q15x2": ("int32_t", dsp_q15x2),
     "dsp_dw_q15": ("int32_t", dsp_dw_q15),
     "dsp_s8x2": ("int32_t", dsp_s8x2),
+    "dsp_s8x4": ("int32_t", dsp_s8x4),
     "row_sums": ("int32_t", row_sums),
     "sdot_4x4": ("int8_t", sdot_4x4),
 }
@@ -75,4 +103,4 @@ RELAYOUTS: dict[str, tuple[str, Callable[[np.ndarray, int], np.ndarray]]] = {
 # than the int8 weights they stand for (int16 halves: twice the bytes) for fewer instructions. Depthwise re-layouts
 # are not listed: depthwise weights are a few KB per model.
 WEIGHT_LAYOUTS = ("compact", "fast")
-FAST_ONLY = frozenset({"dsp_q15x4"})
+FAST_ONLY = frozenset({"dsp_q15x4", "dsp_q15x2"})

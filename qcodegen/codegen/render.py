@@ -140,6 +140,7 @@ class GeneratedModel:
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+_VOIDED = re.compile(r"\(void\)\s*(\w+)\s*;")
 
 
 def _reads(body: str, name: str) -> bool:
@@ -259,8 +260,9 @@ def generate(schedule: Schedule, outdir: Path, target: Target, name: str | None 
         params = [f"const {o.ctype} *{o.name}" for o in ins] + [f"{o.ctype} *{o.name}" for o in outs]
         # a constant the body does not read (a re-laid copy is read instead) is passed as NULL, so that its array
         # is left out of the weights below
-        args = ["NULL" if b.kind == CONST and not _reads(body, o.name) else pointer(b)
-                for o, b in zip(ins, io.ins, strict=True)]
+        unread = {o.name for o, b in zip(ins, io.ins, strict=True) if b.kind == CONST and not _reads(body, o.name)}
+        args = ["NULL" if o.name in unread else pointer(b) for o, b in zip(ins, io.ins, strict=True)]
+        body = "".join(f"(void){n};\n" for n in sorted(unread - set(_VOIDED.findall(body)))) + body
         steps.append(dict(
             index=k, step=step, fn=f"{prefix}_step{k}", params=", ".join(params), body=body.rstrip(),
             args=", ".join(args + [pointer(b) for b in io.outs]),
