@@ -1,7 +1,7 @@
 """Instructions per schedule step of one inference on a QEMU target (a profiling build; not a test).
 
     python bench/profile_steps.py examples/kws_like.json -t cortex-m4
-    python bench/profile_steps.py ds_cnn mobilenet_v1_025 -t cortex-m4 cortex-m55      # bench/tflite_bench.py models
+    python bench/profile_steps.py ds_cnn mobilenet_v1_025 -t cortex-m4 cortex-m55      # bench/models.py models
 
 The model is generated as usual, then its step functions are marked noinline in a copy of model.c (so the
 generated code of normal builds is untouched; inlining inside the steps is unchanged, only the step calls stay
@@ -23,7 +23,6 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
 from qcodegen import primitives  # noqa: E402
 from qcodegen.codegen import generate, load_target  # noqa: E402
@@ -38,13 +37,11 @@ _CALL = re.compile(r"^\s*([0-9a-f]+):\s*\S+\s+([0-9a-f]+) <(\w+)(\.\w+\.\d+)?>")
 
 
 def model_file(name: str, workdir: Path) -> Path:
-    """A model path, or one of bench/tflite_bench.py's built MLPerf-Tiny-shaped models by name."""
+    """A model path, or a bench model by name (bench/models.py: the MLPerf-Tiny-shaped models, person_detect)."""
     if Path(name).exists():
         return Path(name)
-    from tflite_bench import BUILT  # noqa: PLC0415 (pulls in TFLM's model builder only when needed)
-    path = workdir / f"{name}.tflite"
-    path.write_bytes(BUILT[name]())
-    return path
+    from bench.models import model_path  # noqa: PLC0415 (pulls in TFLM's model builder only when needed)
+    return model_path(name, workdir)
 
 
 def label(schedule: Schedule, step: Step) -> str:
@@ -121,7 +118,7 @@ def table(rows: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("models", nargs="+", help="model files, or names of bench/tflite_bench.py's built models")
+    ap.add_argument("models", nargs="+", help="model files, or names of bench/models.py's models")
     ap.add_argument("-t", "--targets", nargs="+", default=["cortex-m4"])
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="qc-prof-") as tmp:

@@ -43,7 +43,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.models import ALL, BUILT, MLPERF, model_path  # noqa: E402, F401 (BUILT: bench/profile_steps.py imports it here)
+from bench.models import ALL, MLPERF, model_path  # noqa: E402
 from qcodegen.codegen import generate, load_target  # noqa: E402
 from qcodegen.compiler import plan  # noqa: E402
 from qcodegen.frontends import load_model  # noqa: E402
