@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from qcodegen.codegen import generate, list_targets, load_target
 from qcodegen.codegen.targets import Target
 from qcodegen.ir.dtypes import dtype
-from qcodegen.plan.fuse import fuse_conv_rescale
+from qcodegen.plan.fuse import execution_order, fuse_conv_rescale, fuse_elementwise
 from qcodegen.plan.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
 from qcodegen.testing import Const, Var, prepare, step_schedule, verify_planned
 from qcodegen.verify.runners import unavailable
@@ -332,3 +332,132 @@ def test_int16_input_falls_back(target, op, tmp_path):
     samples = [[rng.integers(-32768, 32768, (1, 4, 5, 6)).astype(np.int16)], [np.full((1, 4, 5, 6), -32768, np.int16)]]
     result = verify_planned(sched, target=target, inputs=samples)
     assert result.bit_exact, f"{target.name}: {result.mismatches} mismatches, first {result.first_mismatch}"
+
+
+# (multiplier, shift) of the middle RESCALEs of the elementwise chains (inputs |v| <= 2^28, TOSA REQUIRE
+# |v| < 2^(shift-1) for shifts <= 31): the extremes of the exact vector forms (shifts 32 and 62, multipliers 0, 1,
+# 2^31 - 1; powers of two below shift 32, shifted left or rounded right)
+EW_SCALES = [(1 << 30, 32), ((1 << 31) - 1, 32), (0, 40), (1, 33), ((1 << 31) - 1, 62), (1559125387, 38),
+             (1 << 30, 31), (1 << 30, 29), (1 << 29, 30), (1 << 20, 29), (1, 30), (1518500250, 44)]
+
+
+@st.composite
+def _elementwise_chains(draw):
+    """TFLite-ADD-shaped FUSED_ELEMENTWISE chains: each i8/i16 input (zero point) rescaled to i32 by 2^30 / 2^10
+    (i8) or 2^30 / 2^17 (i16) or rounded right (2^28 / 2^31, 2^30 / 2^31), then by an EW_SCALES scale (single
+    or double rounding; when `fallback`, b's by a non-power-of-two scale below shift 32: the portable loop), ADD
+    or SUB, an optional CLAMP, and a RESCALE to i8 (zero point, clamp) or i16; lengths around the vector width."""
+    size = draw(st.sampled_from([1, 3, 4, 17, 37]))
+    shape = (size,)
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    steps, ins, temps = [], {}, {}
+
+    def rs(src: str, dst: str, m: int, s: int, **attrs) -> Step:
+        rescale = dict(multiplier=[m], shift=[s], input_zp=0, output_zp=0, scale32=True, per_channel=False,
+                       rounding=draw(st.sampled_from(["double_round", "single_round"])))
+        return Step("RESCALE", [src], [dst], dict(rescale, **attrs), "add")
+
+    fallback = draw(st.booleans())
+    for name in "ab":
+        dt = draw(st.sampled_from(["i8", "i8", "i16"]))
+        ins[name] = (shape, dt)
+        temps.update({f"{name}1": (shape, "i32"), f"{name}2": (shape, "i32")})
+        zp = int(rng.integers(-128, 128)) if dt == "i8" else 0
+        m, s = draw(st.sampled_from([(1 << 30, 10 if dt == "i8" else 17), (1 << 28, 31), (1 << 30, 31)]))
+        steps.append(rs(name, f"{name}1", m, s, input_zp=zp))
+        m, s = (123456789, 31) if fallback and name == "b" else draw(st.sampled_from(EW_SCALES))
+        steps.append(rs(f"{name}1", f"{name}2", m, s))
+    op = draw(st.sampled_from(["ADD", "SUB"]))
+    temps["s"] = (shape, "i32")
+    steps.append(Step(op, ["a2", "b2"], ["s"], {}, "add"))
+    last = "s"
+    if draw(st.booleans()):
+        temps["c"] = (shape, "i32")
+        steps.append(Step("CLAMP", ["s"], ["c"], dict(min_val=-(1 << 26), max_val=1 << 27), "clamp"))
+        last = "c"
+    out = draw(st.sampled_from(["i8", "i16"]))
+    ozp, (lo, hi) = (int(rng.integers(-128, 128)), draw(st.sampled_from([(-128, 127), (-5, 100)]))) if out == "i8" \
+        else (0, (-32768, 32767))
+    m, s = draw(st.sampled_from([(2147345509, 50), (1 << 30, 33), ((1 << 31) - 1, 62), (1 << 29, 31)]))
+    steps.append(rs(last, "y", m, s, output_zp=ozp, out_min=lo, out_max=hi))
+    sched = Schedule("t")
+    for n, (shp, dt) in ins.items():
+        sched.add_buffer(Buffer(n, shp, dtype(dt), INPUT))
+        sched.inputs.append(n)
+    for n, (shp, dt) in temps.items():
+        sched.add_buffer(Buffer(n, shp, dtype(dt), TEMP))
+    sched.add_buffer(Buffer("y", shape, dtype(out), OUTPUT))
+    sched.outputs = ["y"]
+    sched.steps = steps
+    fuse_elementwise(sched)
+    return prepare(sched), fallback
+
+
+@settings(max_examples=16, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=_elementwise_chains())
+def test_elementwise_chains(target, case, tmp_path_factory):
+    """FUSED_ELEMENTWISE on the target (its `elementwise` hook where it has one: Cortex-M55 vectorizes the exact
+    chains, tail-predicated) == the reference, for random inputs and both extremes of each input type."""
+    sched, fallback = case
+    assert [s.op for _, s in execution_order(sched)] == ["FUSED_ELEMENTWISE"]
+    c = _generated(sched, target, tmp_path_factory.mktemp("ew"))
+    if target.name == "cortex-m55":
+        assert ("vctp32q" in c.split("FUSED_ELEMENTWISE", 1)[1]) != fallback
+    rng = np.random.default_rng(7)
+    bufs = [sched.buffers[n] for n in sched.inputs]
+    samples = [[rng.integers(b.dtype.min, b.dtype.max + 1, b.shape).astype(b.dtype.numpy) for b in bufs]]
+    samples += [[np.full(b.shape, v(b), b.dtype.numpy) for b in bufs] for v in (lambda b: b.dtype.min,
+                                                                                 lambda b: b.dtype.max)]
+    samples += [[np.full(bufs[0].shape, bufs[0].dtype.min, bufs[0].dtype.numpy),
+                 np.full(bufs[1].shape, bufs[1].dtype.max, bufs[1].dtype.numpy)]]
+    result = verify_planned(sched, target=target, inputs=samples)
+    assert result.bit_exact, f"{target.name}: {result.mismatches} mismatches, first {result.first_mismatch}"
+
+
+@pytest.mark.parametrize("kh, kw, c, pad, izp", [(3, 3, 3, 1, -128), (3, 3, 3, 0, 5), (1, 1, 3, 1, -128),
+                                                  (3, 3, 1, 1, 0), (2, 2, 3, 0, -128), (1, 3, 4, 1, 7)])
+def test_requantized_gathered_windows(target, kh, kw, c, pad, izp, tmp_path):
+    """FUSED_CONV of gathered windows whose row length K = kh * kw * c is not a multiple of 8 (27, 3, 9, 12:
+    aarch64-dotprod pads the window and the re-laid rows with zeros to a multiple of 8, sdot_4x4_pad8), with and
+    without padding taps, zero and non-zero input zero points; 28 output channels (a block of 16, one of 8 and 4
+    rows one by one); extreme inputs and weight rows of -128 / 127."""
+    rng = np.random.default_rng(kh * 100 + kw * 10 + c + pad)
+    ih, iw, oc = 7, 5, 28  # odd and even pixel counts (aarch64-dotprod: pixels in pairs, the last one alone)
+    oh, ow = ih + 2 * pad - kh + 1, iw + 2 * pad - kw + 1
+    w = _weights(oc, kh * kw * c, rng).reshape(oc, kh, kw, c).astype(np.int8)
+    bias = rng.integers(-4096, 4096, oc).astype(np.int32)
+    sched = Schedule("t")
+    for name, shape, dt, kind, values in [("x", (1, ih, iw, c), "i8", INPUT, None), ("w", w.shape, "i8", CONST, w),
+                                          ("b", bias.shape, "i32", CONST, bias),
+                                          ("acc", (1, oh, ow, oc), "i32", TEMP, None),
+                                          ("y", (1, oh, ow, oc), "i8", OUTPUT, None)]:
+        sched.add_buffer(Buffer(name, shape, dtype(dt), kind, values))
+    sched.inputs, sched.outputs = ["x"], ["y"]
+    conv = dict(pad=[pad] * 4, stride=[1, 1], dilation=[1, 1], input_zp=izp, weight_zp=0, acc_type="i32",
+                pad_value=izp)
+    rescale = dict(multiplier=rng.integers(1 << 30, 1 << 31, oc).tolist(), shift=rng.integers(36, 42, oc).tolist(),
+                   input_zp=0, output_zp=int(rng.integers(-128, 128)), scale32=True, per_channel=True,
+                   rounding="double_round")
+    sched.steps = [Step("CONV2D", ["x", "w", "b"], ["acc"], conv, "conv"),
+                   Step("RESCALE", ["acc"], ["y"], rescale, "rs")]
+    fuse_conv_rescale(sched)
+    code = _generated(sched, target, tmp_path)
+    if target.name == "aarch64-dotprod":
+        assert "sdot_4x4_pad8" in code and ("qc_sdot_rows2(qc_x0, xp" in code) == (kh * kw * c > 8)
+    _check(sched, target, [np.full((1, ih, iw, c), -128), np.full((1, ih, iw, c), 127)])
+
+
+@pytest.mark.parametrize("x_shape, out_hw, kernel, stride, pad, izp", [
+    ((1, 25, 5, 20), (1, 1), (25, 5), (1, 1), (0, 0, 0, 0), -128),  # one window of 125 taps: int16 sums
+    ((1, 16, 17, 3), (1, 1), (16, 17), (1, 1), (0, 0, 0, 0), 5),  # 272 taps: int32 sums
+    ((1, 7, 7, 19), (4, 4), (3, 3), (2, 2), (1, 1, 1, 1), 0)])  # border windows (counts 4, 6, 9)
+def test_avg_pool_channels(target, x_shape, out_hw, kernel, stride, pad, izp, tmp_path):
+    """AVG_POOL2D (channels innermost where the target's _dot.c.j2 asks for it: NEON) with extreme inputs, input and
+    output zero points, and clipped border windows."""
+    sched = step_schedule("AVG_POOL2D", [Var(x_shape, "i8")], [((1, *out_hw, x_shape[-1]), "i8")],
+                          kernel=list(kernel), stride=list(stride), pad=list(pad), input_zp=izp, output_zp=-3,
+                          acc_type="i32")
+    code = _generated(sched, target, tmp_path)
+    if target.name.startswith("aarch64"):
+        assert f"{'int16_t' if kernel[0] * kernel[1] <= 255 else 'int32_t'} sum[" in code
+    _check(sched, target, [np.full(x_shape, -128), np.full(x_shape, 127)])

@@ -71,8 +71,19 @@ def sdot_4x4(values: np.ndarray, rows: int) -> np.ndarray:
     of 4 row elements, 16 bytes: the group's 4 elements of row 0, then of rows 1, 2, 3 (lane r of the SDOT
     accumulates row r). The rows after the last block of 4 and the elements after the last group of 4 are left
     out (the kernel reads them from the OHWI array)."""
+    return _sdot_blocks(np.asarray(values, np.int64).reshape(rows, -1))
+
+
+def sdot_4x4_pad8(values: np.ndarray, rows: int) -> np.ndarray:
+    """sdot_4x4 of the rows zero-padded to a multiple of 8 elements (the kernel's input window is padded with
+    zeros to the same length: the padding adds products 0 * 0)."""
     w = np.asarray(values, np.int64).reshape(rows, -1)
-    blocks, groups = rows // 4, w.shape[1] // 4
+    return _sdot_blocks(np.pad(w, ((0, 0), (0, -w.shape[1] % 8))))
+
+
+def _sdot_blocks(w: np.ndarray) -> np.ndarray:
+    """The sdot_4x4 layout of [rows, k] weights."""
+    blocks, groups = w.shape[0] // 4, w.shape[1] // 4
     b = w[:blocks * 4, :groups * 4].reshape(blocks, 4, groups, 4)  # block, row, group, element
     return b.transpose(0, 2, 1, 3).reshape(-1).astype(np.int8)
 
@@ -96,6 +107,7 @@ RELAYOUTS: dict[str, tuple[str, Callable[[np.ndarray, int], np.ndarray]]] = {
     "dsp_s8x4": ("int32_t", dsp_s8x4),
     "row_sums": ("int32_t", row_sums),
     "sdot_4x4": ("int8_t", sdot_4x4),
+    "sdot_4x4_pad8": ("int8_t", sdot_4x4_pad8),
 }
 
 # Target weight layouts (`weight_layout` of a target, `--weight-layout` of the CLI): "compact" keeps the bulk of the

@@ -166,9 +166,20 @@ class FusedElementwise(Fused):
                     f"FUSED_ELEMENTWISE: part {part.step.op} is not element-wise over the output shape")
 
     def template_context(self, io: StepIO) -> dict[str, Any]:
-        parts = [dict(out=p.step.outputs[0], expr=scalar_expr(p), args=list(zip("abc", p.step.inputs, strict=False)))
-                 for p in part_ios(io)]
+        parts = [dict(out=p.step.outputs[0], expr=scalar_expr(p), args=list(zip("abc", p.step.inputs, strict=False)),
+                      **part_context(p)) for p in part_ios(io)]
         return dict(size=io.outs[0].size, parts=parts)
+
+
+def part_context(part: StepIO) -> dict[str, Any]:
+    """What a vectorizing `elementwise` hook (templates/generic/_dot.c.j2) needs of a part besides its scalar
+    expression: op, out_ctype, and rq (RESCALE: requantize_context) or lo/hi (CLAMP)."""
+    ctx: dict[str, Any] = dict(op=part.step.op, out_ctype=part.outs[0].dtype.ctype)
+    if part.step.op == "RESCALE":
+        ctx["rq"] = requantize_context(part)
+    elif part.step.op == "CLAMP":
+        ctx["lo"], ctx["hi"] = (int(v) for v in get("CLAMP").bounds(part))
+    return ctx
 
 
 def fused_step(op: str, parts: list[Step], internal: dict[str, Buffer], inputs: list[str], output: str,
