@@ -20,4 +20,6 @@ def run_passes(schedule: Schedule) -> None:
         p(schedule)
 
 
-from . import fold, fuse  # noqa: E402,F401  (registers the folding, then the fusion passes)
+# registration order is run order: the rewrites, then the folding, then the fusion passes
+from . import rewrite  # noqa: E402,F401,I001
+from . import fold, fuse  # noqa: E402,F401
