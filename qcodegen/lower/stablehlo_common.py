@@ -11,6 +11,7 @@ few float32 ulps of a tie).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -69,6 +70,25 @@ def lookup(lw: Lowerer, inputs: list[str], table: np.ndarray, dst: str, out: DTy
 def copy(lw: Lowerer, src: str, dst: str) -> None:
     """dst = src (a RESHAPE to the same shape: no code when the memory planner shares the slot)."""
     lw.emit("RESHAPE", [src], [dst], shape=list(lw.schedule.buffers[src].shape))
+
+
+def output_permutation(d: Any, k: int) -> list[int]:
+    """The permutation from a channels-last [N, spatial (k)..., C] result to the dimension order of a convolution's
+    output (d: its ConvDimensionNumbers)."""
+    perm = [0] * (k + 2)
+    perm[d.output_batch_dimension] = 0
+    for i, dim in enumerate(d.output_spatial_dimensions):
+        perm[dim] = 1 + i
+    perm[d.output_feature_dimension] = k + 1
+    return perm
+
+
+def place(lw: Lowerer, src: str, y: Tensor, perm: list[int]) -> None:
+    """y = src transposed by `perm` (a copy when `perm` is the identity)."""
+    if perm == sorted(perm):
+        copy(lw, src, y.name)
+    else:
+        lw.emit("TRANSPOSE", [src], [y.name], perms=perm)
 
 
 def is_const(lw: Lowerer, name: str) -> bool:

@@ -41,7 +41,19 @@ from ..ir.quant import QuantType
 from .base import Lowerer, rule
 from .common import crop_input, expect_shape
 from .stablehlo_blockwise import block_conv, weight_zero_point
-from .stablehlo_common import copy, dilate, is_const, operands, per_tensor, permute, rescale_i32, reshaped, strided
+from .stablehlo_common import (
+    copy,
+    dilate,
+    is_const,
+    operands,
+    output_permutation,
+    per_tensor,
+    permute,
+    place,
+    rescale_i32,
+    reshaped,
+    strided,
+)
 from .stablehlo_hybrid import hybrid_convolution, hybrid_dot_general, is_hybrid
 from .window import Window, window
 
@@ -194,15 +206,7 @@ def _finish(lw: Lowerer, acc: str, scales: np.ndarray, y: Tensor, perm: list[int
         return
     tmp = lw.temp(f"{y.name}_q", lw.schedule.buffers[acc].shape, y.dtype)
     _rescale_acc(lw, acc, scales, y, tmp)
-    _place(lw, tmp, y, perm)
-
-
-def _place(lw: Lowerer, src: str, y: Tensor, perm: list[int]) -> None:
-    """y = src transposed by `perm` (a copy when `perm` is the identity)."""
-    if perm == sorted(perm):
-        copy(lw, src, y.name)
-    else:
-        lw.emit("TRANSPOSE", [src], [y.name], perms=perm)
+    place(lw, tmp, y, perm)
 
 
 def _weights(lw: Lowerer, rhs: Tensor, lhs: Tensor) -> tuple[int, np.ndarray]:
@@ -275,14 +279,10 @@ def lower_convolution(lw: Lowerer, op: Op) -> None:
     acc_shape = lw.schedule.buffers[acc].shape
     if k < 2:
         acc = reshaped(lw, acc, (acc_shape[0], *acc_shape[1:1 + k], acc_shape[-1]))
-    perm = [0] * (k + 2)
-    perm[d.output_batch_dimension] = 0
-    for i, dim in enumerate(d.output_spatial_dimensions):
-        perm[dim] = 1 + i
-    perm[d.output_feature_dimension] = k + 1
+    perm = output_permutation(d, k)
     expect_shape(lw, y, tuple(lw.schedule.buffers[acc].shape[p] for p in perm))
     if blockwise:
-        _place(lw, acc, y, perm)
+        place(lw, acc, y, perm)
     else:
         _finish(lw, acc, scales, y, perm)
 

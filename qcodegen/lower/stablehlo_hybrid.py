@@ -22,7 +22,7 @@ from ..ir.graph import Op, Tensor
 from .base import Lowerer
 from .common import crop_input, expect_shape
 from .stablehlo_blockwise import narrowed
-from .stablehlo_common import is_const, operands, permute, reshaped
+from .stablehlo_common import is_const, operands, output_permutation, permute, place, reshaped
 from .window import window
 
 
@@ -120,15 +120,7 @@ def hybrid_convolution(lw: Lowerer, op: Op) -> None:
                 dilation=list(win.dilation))
     shape = lw.schedule.buffers[acc].shape
     acc = reshaped(lw, acc, (shape[0], *shape[1:1 + k], shape[-1]))
-    perm = [0] * (k + 2)
-    perm[d.output_batch_dimension] = 0
-    for i, dim in enumerate(d.output_spatial_dimensions):
-        perm[dim] = 1 + i
-    perm[d.output_feature_dimension] = k + 1
+    perm = output_permutation(d, k)
     expect_shape(lw, y, tuple(lw.schedule.buffers[acc].shape[p] for p in perm))
-    if acc == y.name:
-        return
-    if perm == sorted(perm):
-        lw.emit("RESHAPE", [acc], [y.name], shape=list(y.shape))
-    else:
-        lw.emit("TRANSPOSE", [acc], [y.name], perms=perm)
+    if acc != y.name:
+        place(lw, acc, y, perm)
