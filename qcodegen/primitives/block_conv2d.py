@@ -37,8 +37,7 @@ class BlockConv2D(Primitive):
 
     @staticmethod
     def window(io: StepIO) -> Window:
-        w = io.ins[1].shape
-        return Window.from_attrs("BLOCK_CONV2D", io.ins[0], (w[1], w[2]), io.attrs)
+        return Window.of_ohwi("BLOCK_CONV2D", io)
 
     @staticmethod
     def zero_points(io: StepIO) -> tuple[int, int]:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import PlanError
-from ..plan.schedule import CONST, Buffer
+from ..plan.schedule import CONST, Buffer, StepIO
 from .base import require
 
 
@@ -45,6 +45,12 @@ class Window:
     stride: tuple[int, int]
     dilation: tuple[int, int]
     pad: tuple[int, int, int, int]
+
+    @classmethod
+    def of_ohwi(cls, op: str, io: StepIO) -> Window:
+        """The window of a convolution step whose inputs are x (NHWC) and weights (OHWI)."""
+        w = io.ins[1].shape
+        return cls.from_attrs(op, io.ins[0], (w[1], w[2]), io.attrs)
 
     @classmethod
     def from_attrs(cls, op: str, x: Buffer, kernel: tuple[int, int], attrs: dict[str, Any],

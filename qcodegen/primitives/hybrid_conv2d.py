@@ -59,8 +59,7 @@ class HybridConv2D(Primitive):
 
     @staticmethod
     def window(io: StepIO) -> Window:
-        w = io.ins[1].shape
-        return Window.from_attrs("HYBRID_CONV2D", io.ins[0], (w[1], w[2]), io.attrs)
+        return Window.of_ohwi("HYBRID_CONV2D", io)
 
     @staticmethod
     def scales(io: StepIO) -> np.ndarray:
