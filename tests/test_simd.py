@@ -263,7 +263,8 @@ def _fused_cases(draw):
     """Convolutions fused with their RESCALE for the blocked depthwise kernels and the requantizing stores:
     channel counts around the block widths, 3x3 (unrolled interior) and other windows, padding with zero and
     non-zero pad values, strides, dilation, input zero points, shifts on both sides of 33 (the exact 32-bit
-    requantization starts there), any multiplier, large biases (negative accumulators), and output ranges with
+    requantization starts there), any multiplier, large biases (negative accumulators; near +-2^31: accumulators at the
+    int32 limits, past the bounds under which kernels start their sums at the bias), and output ranges with
     and without a fused ReLU bound."""
     op = draw(st.sampled_from(["CONV2D", "DEPTHWISE_CONV2D", "DEPTHWISE_CONV2D"]))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
@@ -281,6 +282,8 @@ def _fused_cases(draw):
     bias = rng.integers(-(1 << 24), 1 << 24, oc)
     channels = draw(st.sampled_from([oc, 1]))
     lo = draw(st.sampled_from([33, 33, 28]))
+    if lo == 33 and draw(st.booleans()):  # biases near +-2^31 (no bound on the accumulator for shifts > 31)
+        bias = np.where(rng.integers(0, 2, oc) == 1, 1, -1) * ((1 << 31) - (1 << 24)) - rng.integers(0, 1 << 10, oc)
     shift = rng.integers(lo, 63, channels)
     multiplier = rng.integers(0, 1 << 31, channels)
     multiplier[0] = draw(st.sampled_from([0, 1, (1 << 31) - 1, 1 << 30]))

@@ -89,12 +89,13 @@ def _sdot_blocks(w: np.ndarray) -> np.ndarray:
 
 
 def dsp_dw_q15(values: np.ndarray, channels: int) -> np.ndarray:
-    """Depthwise weights ([taps, channels], multiplier 1) for SMLABB/SMLATT (Cortex-M DSP): per tap and per group
-    of 4 channels c..c+3, the int32 words (w[c] | w[c+2] << 16) and (w[c+1] | w[c+3] << 16), matching SXTB16 of the
-    4 input bytes and of their rotation by 8. The channels after the last group of 4 are left out."""
+    """Depthwise weights ([taps, channels], multiplier 1) for SMLABB/SMLATT (Cortex-M DSP): per group of 4 channels
+    c..c+3 and per tap, the int32 words (w[c] | w[c+2] << 16) and (w[c+1] | w[c+3] << 16), matching SXTB16 of the
+    4 input bytes and of their rotation by 8 (one pointer walks a group's taps). The channels after the last
+    group of 4 are left out."""
     w = np.asarray(values, np.int64).reshape(-1, channels)
     groups = channels // 4
-    g = w[:, :groups * 4].reshape(w.shape[0], groups, 4) & 0xFFFF
+    g = w[:, :groups * 4].reshape(w.shape[0], groups, 4).transpose(1, 0, 2) & 0xFFFF  # group, tap, channel
     words = np.stack([g[..., 0] | g[..., 2] << 16, g[..., 1] | g[..., 3] << 16], axis=-1)
     return words.reshape(-1).astype(np.uint32).view(np.int32)
 

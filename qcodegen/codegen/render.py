@@ -71,6 +71,12 @@ class Operand:
             acc *= d
         return list(reversed(strides))
 
+    @property
+    def abs_max(self) -> int | None:
+        """The largest magnitude of a constant's values (a Python int: no wrap-around), or None if not constant."""
+        data = self.buffer.data
+        return None if data is None else int(np.max(np.abs(np.asarray(data, np.int64)), initial=0))
+
     def load(self, index: str) -> str:
         """C expression reading element `index` (as int32_t for packed 4-bit data)."""
         if self.packed:
