@@ -225,6 +225,20 @@ def test_requantized_store_random_scales(target, rounding, low_shift, tmp_path):
     _check_requantized(sched, target, tmp_path)
 
 
+def test_requantized_store_accumulators_near_2_30(target, tmp_path):
+    """Double rounding with accumulators just below 2^30 in magnitude, where a kernel may double them (Cortex-M
+    DSP: SMMULR of 2 * acc, chosen when |bias| + k * 2^15 < 2^30): 1x1 FUSED_CONV over 17 channels, biases
+    +-(2^30 - 17 * 2^15 - 1) nearer 0 by up to 2^10, random multipliers and shifts 33..62, both int8 extremes."""
+    rng = np.random.default_rng(30)
+    oc, k = 20, 17
+    scales = [(int(m), int(s)) for m, s in zip(rng.integers(1, 1 << 31, oc), rng.integers(33, 63, oc), strict=True)]
+    scales[0] = ((1 << 31) - 1, 33)
+    bound = (1 << 30) - k * (1 << 15) - 1
+    bias = np.where(np.arange(oc) % 2 == 0, 1, -1) * (bound - rng.integers(0, 1 << 10, oc))
+    sched = _conv_rescale(oc, "double_round", scales, bias, int(rng.integers(-128, 128)), (-128, 127), k=k, pixels=5)
+    _check_requantized(sched, target, tmp_path)
+
+
 @pytest.mark.parametrize("c, stride, pad_value", [(27, 1, -128), (27, 2, 0), (40, 1, 5)])
 def test_depthwise_requantized_blocks(target, c, stride, pad_value, tmp_path):
     """3x3 DEPTHWISE_CONV2D + RESCALE (FUSED_CONV) over c channels (27: a block of 16, then 8 and 3 more; 40: two

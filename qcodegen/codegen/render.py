@@ -157,7 +157,8 @@ def _reads(body: str, name: str) -> bool:
 class _Relayout:
     """The step templates' `relayout(operand, kind, rows)`: the name of the constant array of `operand`'s values
     re-laid by RELAYOUTS[kind] (made once, added to the weights); `relayout.allows(kind)`: whether the target's
-    weight layout permits that kind (FAST_ONLY kinds need "fast")."""
+    weight layout permits that kind (FAST_ONLY kinds need "fast"); `relayout.array(label, ctype, values)`: a
+    kernel's own constant array."""
 
     def __init__(self, prefix: str, const_arrays: list[ConstArray], layout: str) -> None:
         if layout not in WEIGHT_LAYOUTS:
@@ -167,6 +168,15 @@ class _Relayout:
 
     def allows(self, kind: str) -> bool:
         return kind not in FAST_ONLY or self.layout == "fast"
+
+    def array(self, label: str, ctype: str, values: list[int]) -> str:
+        """The name of a constant array of `values` made for a kernel (e.g. its requantization parameters in
+        the order it reads them), added to the weights once per label."""
+        key = ("array", label, 0)
+        if key not in self.made:
+            self.made[key] = f"{self.prefix}_c_{c_identifier(label)}"
+            self.const_arrays.append(ConstArray(self.made[key], ctype, np.asarray(values, np.int64)))
+        return self.made[key]
 
     def __call__(self, operand: Operand, kind: str, rows: int) -> str:
         if not self.allows(kind):

@@ -85,13 +85,15 @@ class Fused(Primitive):
 
 def requantize_context(rescale: StepIO) -> dict[str, Any]:
     """How a template applies a RESCALE to one value: the scale function, per-channel or literal multiplier
-    and shift (and the smallest shift, for target kernels exact only above some shift), zero points and output
-    bounds."""
+    and shift (and the smallest shift, for target kernels exact only above some shift; and all of them, for
+    kernels that lay them out their own way), zero points and output bounds."""
     ctx = get("RESCALE").template_context(rescale)
     return dict(fn=ctx["scale_fn"], per_channel=ctx["per_channel"], multiplier=ctx["multiplier"],
                 shift=ctx["shift"], min_shift=min(int(s) for s in rescale.attrs["shift"]),
                 input_zp=int(rescale.attrs["input_zp"]), output_zp=int(rescale.attrs["output_zp"]),
-                lo=ctx["lo"], hi=ctx["hi"], scale32=ctx["scale32"])
+                lo=ctx["lo"], hi=ctx["hi"], scale32=ctx["scale32"],
+                multipliers=[int(m) for m in rescale.attrs["multiplier"]],
+                shifts=[int(s) for s in rescale.attrs["shift"]])
 
 
 def fusable_rescale(rescale: StepIO, channel_axis_last: bool) -> bool:
