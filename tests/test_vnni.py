@@ -3,12 +3,17 @@ natively where the CPU has the extensions and are reported unavailable with the 
 VPDPBUSD dot rows (u8 = x + 128 against s8 weights, minus (128 + izp) * the row sum) stay exact at the largest row
 length the kernels accept (k = 65535 products of magnitude up to 255 * 128: the int32 bound of the proof in the
 template). The common SIMD cases (awkward lengths, zero points, requantizing
-stores, depthwise) run for these targets in tests/test_simd.py."""
+stores, depthwise) run for these targets in tests/test_simd.py. Also here, for every x86 target: the blocked kernel
+(avx2/_dot.c.j2 `gemm`: groups of 4 pixels, re-laid weights) with the 32-bit requantization qc_scale32x8_s33
+at its extremes."""
 
 import numpy as np
 import pytest
 
 from qcodegen.codegen import generate, load_target
+from qcodegen.ir.dtypes import dtype
+from qcodegen.plan.fuse import fuse_conv_rescale
+from qcodegen.plan.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
 from qcodegen.testing import Const, Var, c_vs_reference, prepare, step_schedule, verify_planned
 from qcodegen.verify import runners
 
@@ -72,3 +77,54 @@ def test_short_rows(name, k, tmp_path):
     assert "qc_vnni_dot_rows8_short_s8(xp" in (tmp_path / "t.c").read_text()
     result = verify_planned(sched, target=tgt, inputs=inputs)
     assert result.bit_exact, f"{name} k={k}: {result.mismatches} mismatches, first {result.first_mismatch}"
+
+
+def _available(name: str):
+    tgt = load_target(name)
+    reason = runners.unavailable(tgt)
+    if reason:
+        pytest.skip(f"{name}: {reason}")
+    return tgt
+
+
+@pytest.mark.parametrize("name", ["x86-avx2", *VNNI])
+@pytest.mark.parametrize("rounding", ["single_round", "double_round"])
+def test_blocked_kernel_shift33_extremes(name, rounding, tmp_path):
+    """3x3 CONV2D (padding 1, 5 input channels: rows of k = 45, padded to the kernels' groups) + per-channel
+    RESCALE (FUSED_CONV) over 7 output pixels (a group of 4 and a last group of 3) and 27 output channels (a
+    block of 16, one of 8, 3 rows one by one), izp -3: every shift in 33 .. 62 with 33 and 62 present, multipliers
+    1, 2^31 - 1 and random, biases near +-2^31 (TOSA bounds no accumulator for shifts > 31) and small ones,
+    both roundings: qc_scale32x8_s33 against the reference at the 64-bit products' extremes."""
+    tgt = _available(name)
+    rng = np.random.default_rng(33)
+    c, oc, ow = 5, 27, 7
+    k = 9 * c
+    w = rng.integers(-128, 128, (oc, 3, 3, c)).astype(np.int8)
+    w[0], w[1] = -128, 127
+    shifts = rng.integers(33, 63, oc)
+    shifts[:4] = [33, 62, 33, 62]
+    mults = rng.integers(1, 1 << 31, oc)
+    mults[:4] = [(1 << 31) - 1, (1 << 31) - 1, 1, (1 << 30) + 1]
+    room = (1 << 31) - k * 255 * 128 - (1 << 12)
+    bias = np.where(np.arange(oc) % 3 == 2, rng.integers(-4096, 4096, oc), np.where(np.arange(oc) % 2, room, -room))
+    sched = Schedule("t")
+    for bname, shape, dt, kind, values in [("x", (1, 1, ow, c), "i8", INPUT, None), ("w", w.shape, "i8", CONST, w),
+                                           ("b", (oc,), "i32", CONST, bias.astype(np.int32)),
+                                           ("acc", (1, 1, ow, oc), "i32", TEMP, None),
+                                           ("y", (1, 1, ow, oc), "i8", OUTPUT, None)]:
+        sched.add_buffer(Buffer(bname, shape, dtype(dt), kind, values))
+    sched.inputs, sched.outputs = ["x"], ["y"]
+    conv = dict(pad=[1, 1, 1, 1], stride=[1, 1], dilation=[1, 1], input_zp=-3, weight_zp=0, acc_type="i32",
+                pad_value=-3)
+    rescale = dict(multiplier=mults.tolist(), shift=shifts.tolist(), input_zp=0, output_zp=-5, scale32=True,
+                   per_channel=True, rounding=rounding)
+    sched.steps = [Step("CONV2D", ["x", "w", "b"], ["acc"], conv, "conv"),
+                   Step("RESCALE", ["acc"], ["y"], rescale, "rs")]
+    fuse_conv_rescale(sched)
+    generate(prepare(sched), tmp_path, tgt)
+    code = (tmp_path / "t.c").read_text().split("static void", 1)[1]
+    assert "qc_scale32x8_s33(" in code and ("_madd_2x8" in code or "_dpbusd_4x8" in code)
+    inputs = [[rng.integers(-128, 128, (1, 1, ow, c)).astype(np.int8)]]
+    inputs += [[np.full((1, 1, ow, c), v, np.int8)] for v in (127, -128)]
+    result = verify_planned(sched, target=tgt, inputs=inputs)
+    assert result.bit_exact, f"{name}: {result.mismatches} mismatches, first {result.first_mismatch}"

@@ -117,3 +117,38 @@ RELAYOUTS: dict[str, tuple[str, Callable[[np.ndarray, int], np.ndarray]]] = {
 # are not listed: depthwise weights are a few KB per model.
 WEIGHT_LAYOUTS = ("compact", "fast")
 FAST_ONLY = frozenset({"dsp_q15x4", "dsp_q15x2"})
+
+
+def _x86_blocks8(values: np.ndarray, rows: int, group: int) -> np.ndarray:
+    """Rows of int8 weights ([rows, k]) for the x86 blocked kernels (templates/avx2/_dot.c.j2 `gemm`), whose int32
+    lanes are 8 output channels: per block of 8 rows and per group of `group` row elements (the last group padded
+    with zeros), 8 * group bytes: the group of row 0, then of rows 1 .. 7. The rows after the last block of 8 are
+    left out (the kernel reads them from the OHWI array)."""
+    w = np.asarray(values, np.int64).reshape(rows, -1)
+    w = np.pad(w, ((0, 0), (0, -w.shape[1] % group)))
+    blocks, groups = rows // 8, w.shape[1] // group
+    b = w[:blocks * 8].reshape(blocks, 8, groups, group)  # block, row, group, element
+    return b.transpose(0, 2, 1, 3).reshape(-1).astype(np.int8)
+
+
+def madd_2x8(values: np.ndarray, rows: int) -> np.ndarray:
+    """_x86_blocks8 by pairs (AVX2: VPMOVSXBW of 16 bytes, then VPMADDWD against a broadcast int16 pair)."""
+    return _x86_blocks8(values, rows, 2)
+
+
+def dpbusd_4x8(values: np.ndarray, rows: int) -> np.ndarray:
+    """_x86_blocks8 by groups of 4 (VNNI: VPDPBUSD of 32 bytes against 4 broadcast unsigned bytes)."""
+    return _x86_blocks8(values, rows, 4)
+
+
+def madd_dw_pairs(values: np.ndarray, channels: int) -> np.ndarray:
+    """Depthwise weights ([taps, channels], multiplier 1) for VPMADDWD by pairs of taps (AVX2): per pair of taps
+    t, t + 1 (t even; the tap after the last is 0) and per channel c, the int16 pair (w[t][c], w[t + 1][c]); pair
+    t / 2 starts at t * channels, so channel c of the pair of tap t is at t * channels + 2 * c."""
+    w = np.asarray(values, np.int64).reshape(-1, channels)
+    w = np.pad(w, ((0, w.shape[0] % 2), (0, 0)))
+    return w.reshape(-1, 2, channels).transpose(0, 2, 1).reshape(-1).astype(np.int16)
+
+
+RELAYOUTS.update({"madd_2x8": ("int8_t", madd_2x8), "dpbusd_4x8": ("int8_t", dpbusd_4x8),
+                  "madd_dw_pairs": ("int16_t", madd_dw_pairs)})
