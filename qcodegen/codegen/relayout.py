@@ -100,15 +100,49 @@ def dsp_dw_q15(values: np.ndarray, channels: int) -> np.ndarray:
     return words.reshape(-1).astype(np.uint32).view(np.int32)
 
 
-RELAYOUTS: dict[str, tuple[str, Callable[[np.ndarray, int], np.ndarray]]] = {
+def dsp_dw_q15_base(values: np.ndarray, channels: int, bias: np.ndarray, izp: int) -> np.ndarray:
+    """dsp_dw_q15 with each group's accumulator start before its taps' words, so that one pointer walks a group:
+    per group of 4 channels, base[c..c+3] then the taps' words; then base of the channels after the last group.
+    base[c] = bias[c] (or bias[0] for all) - izp * the sum of channel c's weights over the taps: the start of the
+    sum of x * w that gives the sum of (x - izp) * w + bias (the caller bounds it: int32)."""
+    w = np.asarray(values, np.int64).reshape(-1, channels)
+    base = np.broadcast_to(np.asarray(bias, np.int64).reshape(-1), (channels,)) - izp * w.sum(axis=0)
+    groups = channels // 4
+    words = dsp_dw_q15(values, channels).astype(np.int64).reshape(groups, w.shape[0] * 2)
+    starts = base[:groups * 4].reshape(groups, 4)
+    return np.concatenate([np.concatenate([starts, words], axis=1).reshape(-1), base[groups * 4:]]).astype(np.int32)
+
+
+def _rv32_rows(values: np.ndarray, rows: int, block: int) -> np.ndarray:
+    """Rows of int8 weights ([rows, k]) for the RV32 register blocks (templates/rv32/_dot.c.j2): per block of
+    `block` rows and per row element i, the `block` rows' elements i in turn (one pointer walks a block, LB at
+    immediate offsets); the last block padded with zero rows."""
+    w = np.asarray(values, np.int64).reshape(rows, -1)
+    w = np.pad(w, ((0, -rows % block), (0, 0)))
+    return w.reshape(-1, block, w.shape[1]).transpose(0, 2, 1).reshape(-1).astype(np.int8)
+
+
+def rv32_r4(values: np.ndarray, rows: int) -> np.ndarray:
+    """_rv32_rows of 4 rows (qc_rv_dot_rows4x4 and its tails qc_rv_dot_rows4x{1,2,3}_4)."""
+    return _rv32_rows(values, rows, 4)
+
+
+def rv32_r8(values: np.ndarray, rows: int) -> np.ndarray:
+    """_rv32_rows of 8 rows (qc_rv_dot_rows8x2, qc_rv_dot_rows8x1, qc_rv_dot_rows8x1_2)."""
+    return _rv32_rows(values, rows, 8)
+
+
+RELAYOUTS: dict[str, tuple[str, Callable[..., np.ndarray]]] = {
     "dsp_q15x4": ("int32_t", dsp_q15x4),
     "dsp_q15x2": ("int32_t", dsp_q15x2),
-    "dsp_dw_q15": ("int32_t", dsp_dw_q15),
+    "dsp_dw_q15_base": ("int32_t", dsp_dw_q15_base),
     "dsp_s8x2": ("int32_t", dsp_s8x2),
     "dsp_s8x4": ("int32_t", dsp_s8x4),
     "row_sums": ("int32_t", row_sums),
     "sdot_4x4": ("int8_t", sdot_4x4),
     "sdot_4x4_pad8": ("int8_t", sdot_4x4_pad8),
+    "rv32_r4": ("int8_t", rv32_r4),
+    "rv32_r8": ("int8_t", rv32_r8),
 }
 
 # Target weight layouts (`weight_layout` of a target, `--weight-layout` of the CLI): "compact" keeps the bulk of the

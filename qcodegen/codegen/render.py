@@ -178,14 +178,17 @@ class _Relayout:
             self.const_arrays.append(ConstArray(self.made[key], ctype, np.asarray(values, np.int64)))
         return self.made[key]
 
-    def __call__(self, operand: Operand, kind: str, rows: int) -> str:
+    def __call__(self, operand: Operand, kind: str, rows: int, *extra: Operand | int) -> str:
+        """`extra`: more inputs of the kind's function (constant Operands, passed as their values, or ints)."""
         if not self.allows(kind):
             raise QcError(f"internal: re-layout {kind} used with weight layout {self.layout!r}")
-        key = (operand.buffer.name, kind, rows)
+        tags = [e.buffer.name if isinstance(e, Operand) else str(int(e)) for e in extra]
+        key = (operand.buffer.name, kind, rows, *tags)
         if key not in self.made:
             ctype, fn = RELAYOUTS[kind]
-            self.made[key] = f"{self.prefix}_c_{c_identifier(operand.buffer.name)}_{kind}"
-            self.const_arrays.append(ConstArray(self.made[key], ctype, fn(operand.buffer.data, rows)))
+            self.made[key] = c_identifier("_".join([f"{self.prefix}_c_{operand.buffer.name}_{kind}", *tags]))
+            args = [e.buffer.data if isinstance(e, Operand) else int(e) for e in extra]
+            self.const_arrays.append(ConstArray(self.made[key], ctype, fn(operand.buffer.data, rows, *args)))
         return self.made[key]
 
 
