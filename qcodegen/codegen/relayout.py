@@ -113,6 +113,16 @@ def dsp_dw_q15_base(values: np.ndarray, channels: int, bias: np.ndarray, izp: in
     return np.concatenate([np.concatenate([starts, words], axis=1).reshape(-1), base[groups * 4:]]).astype(np.int32)
 
 
+def mve_r4x16(values: np.ndarray, rows: int) -> np.ndarray:
+    """Rows of int8 weights ([rows, k]) for VMLADAVA by blocks of 4 rows (Cortex-M55: qc_mve_dot4): per block of 4
+    rows and per chunk of 16 row elements (the rows padded with zeros to whole chunks), the chunk of row 0, then of
+    rows 1, 2, 3 (one pointer walks a block; loads at immediate offsets). The rows after the last block of 4 are
+    left out (the kernel reads them from the OHWI array)."""
+    w = np.asarray(values, np.int64).reshape(rows, -1)
+    w = np.pad(w[:rows // 4 * 4], ((0, 0), (0, -w.shape[1] % 16)))
+    return w.reshape(-1, 4, w.shape[1] // 16, 16).transpose(0, 2, 1, 3).reshape(-1).astype(np.int8)
+
+
 def _rv32_rows(values: np.ndarray, rows: int, block: int) -> np.ndarray:
     """Rows of int8 weights ([rows, k]) for the RV32 register blocks (templates/rv32/_dot.c.j2): per block of
     `block` rows and per row element i, the `block` rows' elements i in turn (one pointer walks a block, LB at
@@ -136,6 +146,7 @@ RELAYOUTS: dict[str, tuple[str, Callable[..., np.ndarray]]] = {
     "dsp_q15x4": ("int32_t", dsp_q15x4),
     "dsp_q15x2": ("int32_t", dsp_q15x2),
     "dsp_dw_q15_base": ("int32_t", dsp_dw_q15_base),
+    "mve_r4x16": ("int8_t", mve_r4x16),
     "dsp_s8x2": ("int32_t", dsp_s8x2),
     "dsp_s8x4": ("int32_t", dsp_s8x4),
     "row_sums": ("int32_t", row_sums),
