@@ -123,6 +123,33 @@ def mve_r4x16(values: np.ndarray, rows: int) -> np.ndarray:
     return w.reshape(-1, 4, w.shape[1] // 16, 16).transpose(0, 2, 1, 3).reshape(-1).astype(np.int8)
 
 
+def mve_dw_params(values: np.ndarray, channels: int, bias: np.ndarray, izp: int, multipliers: list[int],
+                  shifts: list[int]) -> np.ndarray:
+    """Per block of 16 channels of a depthwise convolution (Cortex-M55: qc_mve_dw_<mode>), the accumulators' start
+    base[c] = bias[c] (or bias[0]) - izp * the sum of channel c's weights over the taps, the multipliers and
+    32 - shift (a VSHL count), each as 16 int32 in the lane order of the widening products: channels j, j + 4,
+    j + 8, j + 12 for j = 0..3 (the channels past the last are 0). Per-tensor scales apply to every channel."""
+    w = np.asarray(values, np.int64).reshape(-1, channels)
+    blocks = -(-channels // 16)
+    base = np.broadcast_to(np.asarray(bias, np.int64).reshape(-1), (channels,)) - izp * w.sum(axis=0)
+    cols = [base, np.broadcast_to(np.asarray(multipliers, np.int64), (channels,)),
+            32 - np.broadcast_to(np.asarray(shifts, np.int64), (channels,))]
+    out = np.zeros((blocks, 3, 4, 4), np.int64)  # block, part, j, lane
+    for part, col in enumerate(cols):
+        padded = np.pad(col, (0, blocks * 16 - channels)).reshape(blocks, 4, 4)  # block, lane, j
+        out[:, part] = padded.transpose(0, 2, 1)
+    return out.reshape(-1).astype(np.int32)
+
+
+def mve_dw_w16(values: np.ndarray, channels: int) -> np.ndarray:
+    """Depthwise weights ([taps, channels], multiplier 1) per block of 16 channels and tap, 16 int8 (zeros past the
+    last channel): one pointer walks a block's taps (Cortex-M55: qc_mve_dw_<mode>)."""
+    w = np.asarray(values, np.int64).reshape(-1, channels)
+    blocks = -(-channels // 16)
+    w = np.pad(w, ((0, 0), (0, blocks * 16 - channels)))
+    return w.reshape(w.shape[0], blocks, 16).transpose(1, 0, 2).reshape(-1).astype(np.int8)
+
+
 def _rv32_rows(values: np.ndarray, rows: int, block: int) -> np.ndarray:
     """Rows of int8 weights ([rows, k]) for the RV32 register blocks (templates/rv32/_dot.c.j2): per block of
     `block` rows and per row element i, the `block` rows' elements i in turn (one pointer walks a block, LB at
@@ -147,6 +174,8 @@ RELAYOUTS: dict[str, tuple[str, Callable[..., np.ndarray]]] = {
     "dsp_q15x2": ("int32_t", dsp_q15x2),
     "dsp_dw_q15_base": ("int32_t", dsp_dw_q15_base),
     "mve_r4x16": ("int8_t", mve_r4x16),
+    "mve_dw_params": ("int32_t", mve_dw_params),
+    "mve_dw_w16": ("int8_t", mve_dw_w16),
     "dsp_s8x2": ("int32_t", dsp_s8x2),
     "dsp_s8x4": ("int32_t", dsp_s8x4),
     "row_sums": ("int32_t", row_sums),

@@ -4,6 +4,7 @@ and with the harness, main.c and a Makefile."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 import shutil
 from dataclasses import dataclass, field
@@ -178,16 +179,20 @@ class _Relayout:
             self.const_arrays.append(ConstArray(self.made[key], ctype, np.asarray(values, np.int64)))
         return self.made[key]
 
-    def __call__(self, operand: Operand, kind: str, rows: int, *extra: Operand | int) -> str:
-        """`extra`: more inputs of the kind's function (constant Operands, passed as their values, or ints)."""
+    def __call__(self, operand: Operand, kind: str, rows: int, *extra: Operand | int | list[int]) -> str:
+        """`extra`: more inputs of the kind's function (constant Operands, passed as their values; ints; lists of
+        ints, named in the array's name by a digest)."""
         if not self.allows(kind):
             raise QcError(f"internal: re-layout {kind} used with weight layout {self.layout!r}")
-        tags = [e.buffer.name if isinstance(e, Operand) else str(int(e)) for e in extra]
+        tags = [e.buffer.name if isinstance(e, Operand) else
+                hashlib.sha1(repr([int(v) for v in e]).encode()).hexdigest()[:8] if isinstance(e, list) else str(int(e))
+                for e in extra]
         key = (operand.buffer.name, kind, rows, *tags)
         if key not in self.made:
             ctype, fn = RELAYOUTS[kind]
             self.made[key] = c_identifier("_".join([f"{self.prefix}_c_{operand.buffer.name}_{kind}", *tags]))
-            args = [e.buffer.data if isinstance(e, Operand) else int(e) for e in extra]
+            args = [e.buffer.data if isinstance(e, Operand) else list(e) if isinstance(e, list) else int(e)
+                    for e in extra]
             self.const_arrays.append(ConstArray(self.made[key], ctype, fn(operand.buffer.data, rows, *args)))
         return self.made[key]
 
