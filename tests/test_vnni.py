@@ -4,8 +4,8 @@ VPDPBUSD dot rows (u8 = x + 128 against s8 weights, minus (128 + izp) * the row 
 length the kernels accept (k = 65535 products of magnitude up to 255 * 128: the int32 bound of the proof in the
 template). The common SIMD cases (awkward lengths, zero points, requantizing
 stores, depthwise) run for these targets in tests/test_simd.py. Also here, for every x86 target: the blocked kernel
-(avx2/_dot.c.j2 `gemm`: groups of 4 pixels, re-laid weights) with the 32-bit requantization qc_scale32x8_s33
-at its extremes."""
+(avx2/_dot.c.j2 `gemm`: groups of 4 pixels, re-laid weights; on AVX2 one pixel by qc_ubs_blocks) with the 32-bit
+requantization qc_scale32x8_s33p at its extremes."""
 
 import numpy as np
 import pytest
@@ -89,18 +89,22 @@ def _available(name: str):
 
 @pytest.mark.parametrize("name", ["x86-avx2", *VNNI])
 @pytest.mark.parametrize("rounding", ["single_round", "double_round"])
-def test_blocked_kernel_shift33_extremes(name, rounding, tmp_path):
-    """3x3 CONV2D (padding 1, 5 input channels: rows of k = 45, padded to the kernels' groups) + per-channel
-    RESCALE (FUSED_CONV) over 7 output pixels (a group of 4 and a last group of 3) and 27 output channels (a
-    block of 16, one of 8, 3 rows one by one), izp -3: every shift in 33 .. 62 with 33 and 62 present, multipliers
-    1, 2^31 - 1 and random, biases near +-2^31 (TOSA bounds no accumulator for shifts > 31) and small ones,
-    both roundings: qc_scale32x8_s33 against the reference at the 64-bit products' extremes."""
+@pytest.mark.parametrize("kh, ow, c", [(3, 7, 5), (3, 1, 5), (1, 1, 2047)])
+def test_blocked_kernel_shift33_extremes(name, rounding, kh, ow, c, tmp_path):
+    """CONV2D + per-channel RESCALE (FUSED_CONV) over 27 output channels (a block of 16, one of 8, 3 rows one by
+    one), izp -3: 3x3 (padding 1, 5 input channels: rows of k = 45, padded to the kernels' groups) over 7 output
+    pixels (a group of 4 and a last group of 3) or one (gathered, on AVX2 the one-pixel kernel qc_ubs_blocks: 11
+    groups of 4, 8 + 3 in its int16 lanes), or 1x1 over k = 2047 (one pixel: 511 groups + a padded one, each int16
+    lane of qc_ubs_blocks at its bound 8 * 2 * 15 * 128 with the inputs 127 and the rows of -128 / 127); every shift
+    in 33 .. 62 with 33 and 62 present, multipliers 1, 2^31 - 1 and random, biases near +-2^31 (TOSA bounds no
+    accumulator for shifts > 31) and small ones, both roundings: qc_scale32x8_s33p against the reference at the
+    64-bit products' extremes."""
     tgt = _available(name)
     rng = np.random.default_rng(33)
-    c, oc, ow = 5, 27, 7
-    k = 9 * c
-    w = rng.integers(-128, 128, (oc, 3, 3, c)).astype(np.int8)
-    w[0], w[1] = -128, 127
+    oc = 27
+    k = kh * kh * c
+    w = rng.integers(-128, 128, (oc, kh, kh, c)).astype(np.int8)
+    w[0], w[1], w[8] = -128, 127, -128
     shifts = rng.integers(33, 63, oc)
     shifts[:4] = [33, 62, 33, 62]
     mults = rng.integers(1, 1 << 31, oc)
@@ -114,7 +118,7 @@ def test_blocked_kernel_shift33_extremes(name, rounding, tmp_path):
                                            ("y", (1, 1, ow, oc), "i8", OUTPUT, None)]:
         sched.add_buffer(Buffer(bname, shape, dtype(dt), kind, values))
     sched.inputs, sched.outputs = ["x"], ["y"]
-    conv = dict(pad=[1, 1, 1, 1], stride=[1, 1], dilation=[1, 1], input_zp=-3, weight_zp=0, acc_type="i32",
+    conv = dict(pad=[kh // 2] * 4, stride=[1, 1], dilation=[1, 1], input_zp=-3, weight_zp=0, acc_type="i32",
                 pad_value=-3)
     rescale = dict(multiplier=mults.tolist(), shift=shifts.tolist(), input_zp=0, output_zp=-5, scale32=True,
                    per_channel=True, rounding=rounding)
@@ -123,7 +127,8 @@ def test_blocked_kernel_shift33_extremes(name, rounding, tmp_path):
     fuse_conv_rescale(sched)
     generate(prepare(sched), tmp_path, tgt)
     code = (tmp_path / "t.c").read_text().split("static void", 1)[1]
-    assert "qc_scale32x8_s33(" in code and ("_madd_2x8" in code or "_dpbusd_4x8" in code)
+    assert "qc_scale32x8_s33p(" in code and ("_madd_2x8" in code or "_dpbusd_4x8" in code)
+    assert ("qc_ubs_blocks(" in code) == (name == "x86-avx2" and ow == 1)
     inputs = [[rng.integers(-128, 128, (1, 1, ow, c)).astype(np.int8)]]
     inputs += [[np.full((1, 1, ow, c), v, np.int8)] for v in (127, -128)]
     result = verify_planned(sched, target=tgt, inputs=inputs)
