@@ -432,10 +432,12 @@ def test_elementwise_chains(target, case, tmp_path_factory):
 
 
 @pytest.mark.parametrize("kh, kw, c, pad, izp", [(3, 3, 3, 1, -128), (3, 3, 3, 0, 5), (1, 1, 3, 1, -128),
-                                                  (3, 3, 1, 1, 0), (2, 2, 3, 0, -128), (1, 3, 4, 1, 7)])
+                                                  (3, 3, 1, 1, 0), (2, 2, 3, 0, -128), (1, 3, 4, 1, 7),
+                                                  (3, 3, 15, 1, -128)])
 def test_requantized_gathered_windows(target, kh, kw, c, pad, izp, tmp_path):
-    """FUSED_CONV of gathered windows whose row length K = kh * kw * c is not a multiple of 8 (27, 3, 9, 12:
-    aarch64-dotprod pads the window and the re-laid rows with zeros to a multiple of 8, sdot_4x4_pad8), with and
+    """FUSED_CONV of gathered windows whose row length K = kh * kw * c is not a multiple of 8 (27, 3, 9, 12, 135:
+    aarch64-dotprod pads the window and the re-laid rows with zeros to a multiple of 8, sdot_4x4_pad8; 135: the
+    Cortex-M DSP kernel's loops over 8 groups of 4 and then single groups, past its unrolled short rows), with and
     without padding taps, zero and non-zero input zero points; 28 output channels (a block of 16, one of 8 and 4
     rows one by one); extreme inputs and weight rows of -128 / 127."""
     rng = np.random.default_rng(kh * 100 + kw * 10 + c + pad)

@@ -124,16 +124,18 @@ def mve_r4x16(values: np.ndarray, rows: int) -> np.ndarray:
 
 
 def mve_dw_params(values: np.ndarray, channels: int, bias: np.ndarray, izp: int, multipliers: list[int],
-                  shifts: list[int]) -> np.ndarray:
+                  shifts: list[int], copies: int = 1) -> np.ndarray:
     """Per block of 16 channels of a depthwise convolution (Cortex-M55: qc_mve_dw_<mode>), the accumulators' start
     base[c] = bias[c] (or bias[0]) - izp * the sum of channel c's weights over the taps, the multipliers and
-    32 - shift (a VSHL count), each as 16 int32 in the lane order of the widening products: channels j, j + 4,
-    j + 8, j + 12 for j = 0..3 (the channels past the last are 0). Per-tensor scales apply to every channel."""
+    31 - shift (a VRSHL count), each as 16 int32 in the lane order of the widening products: channels j, j + 4,
+    j + 8, j + 12 for j = 0..3 (the channels past the last are 0). Per-tensor scales apply to every channel.
+    copies > 1 (channels * copies <= 16): the channels repeated `copies` times, for that many pixels per vector."""
     w = np.asarray(values, np.int64).reshape(-1, channels)
-    blocks = -(-channels // 16)
     base = np.broadcast_to(np.asarray(bias, np.int64).reshape(-1), (channels,)) - izp * w.sum(axis=0)
-    cols = [base, np.broadcast_to(np.asarray(multipliers, np.int64), (channels,)),
-            32 - np.broadcast_to(np.asarray(shifts, np.int64), (channels,))]
+    cols = [np.tile(np.broadcast_to(col, (channels,)), copies)
+            for col in (base, np.asarray(multipliers, np.int64), 31 - np.asarray(shifts, np.int64))]
+    channels *= copies
+    blocks = -(-channels // 16)
     out = np.zeros((blocks, 3, 4, 4), np.int64)  # block, part, j, lane
     for part, col in enumerate(cols):
         padded = np.pad(col, (0, blocks * 16 - channels)).reshape(blocks, 4, 4)  # block, lane, j
@@ -141,10 +143,12 @@ def mve_dw_params(values: np.ndarray, channels: int, bias: np.ndarray, izp: int,
     return out.reshape(-1).astype(np.int32)
 
 
-def mve_dw_w16(values: np.ndarray, channels: int) -> np.ndarray:
+def mve_dw_w16(values: np.ndarray, channels: int, copies: int = 1) -> np.ndarray:
     """Depthwise weights ([taps, channels], multiplier 1) per block of 16 channels and tap, 16 int8 (zeros past the
-    last channel): one pointer walks a block's taps (Cortex-M55: qc_mve_dw_<mode>)."""
-    w = np.asarray(values, np.int64).reshape(-1, channels)
+    last channel): one pointer walks a block's taps (Cortex-M55: qc_mve_dw_<mode>). copies > 1: the channels
+    repeated (as mve_dw_params)."""
+    w = np.tile(np.asarray(values, np.int64).reshape(-1, channels), copies)
+    channels *= copies
     blocks = -(-channels // 16)
     w = np.pad(w, ((0, 0), (0, blocks * 16 - channels)))
     return w.reshape(w.shape[0], blocks, 16).transpose(1, 0, 2).reshape(-1).astype(np.int8)
