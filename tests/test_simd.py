@@ -480,3 +480,87 @@ def test_avg_pool_channels(target, x_shape, out_hw, kernel, stride, pad, izp, tm
     if target.name.startswith("aarch64"):
         assert f"{'int16_t' if kernel[0] * kernel[1] <= 255 else 'int32_t'} sum[" in code
     _check(sched, target, [np.full(x_shape, -128), np.full(x_shape, 127)])
+
+# Cortex-M55 (Helium) kernel paths that the tests above reach only by chance: depthwise of fewer than 16 channels
+# with several pixels per vector (1 to 24 channels, padding values, both roundings, clamps; stride 2 falls back to
+# one pixel per call), convolution pixels in pairs sharing each weight load (row lengths 3 to 80, odd and even
+# pixel counts, per-tensor and per-channel scales, clamps), gathered windows in pairs (stride 2, padding, input zero
+# points); each checks that the intended kernel path is the one generated.
+
+@pytest.fixture
+def m55():
+    target = load_target("cortex-m55")
+    reason = unavailable(target)
+    if reason:
+        pytest.skip(f"cortex-m55: {reason}")
+    return target
+
+
+def _fused(op: str, x_shape, w: np.ndarray, bias: np.ndarray, y_shape, conv: dict, rescale: dict) -> Schedule:
+    sched = Schedule("t")
+    for name, shape, dt, kind, values in [("x", x_shape, "i8", INPUT, None), ("w", w.shape, "i8", CONST, w),
+                                          ("b", bias.shape, "i32", CONST, bias), ("acc", y_shape, "i32", TEMP, None),
+                                          ("y", y_shape, "i8", OUTPUT, None)]:
+        sched.add_buffer(Buffer(name, shape, dtype(dt), kind, values))
+    sched.inputs, sched.outputs = ["x"], ["y"]
+    sched.steps = [Step(op, ["x", "w", "b"], ["acc"], dict(conv, weight_zp=0, acc_type="i32"), "conv"),
+                   Step("RESCALE", ["acc"], ["y"], dict(rescale, input_zp=0, scale32=True), "rs")]
+    fuse_conv_rescale(sched)
+    return sched
+
+
+@pytest.mark.parametrize("c, stride, pad_value, iw, rounding, lo, shifts, zp", [
+    (8, 1, -128, 9, "double_round", -128, (33, 40), 5), (4, 1, 0, 11, "single_round", -3, (33, 36), -100),
+    (8, 1, 5, 10, "double_round", 0, (33, 35), 127), (2, 1, 3, 12, "double_round", -128, (33, 62), -128),
+    (16, 1, 3, 6, "single_round", 10, (33, 34), 0), (8, 2, 1, 9, "double_round", -128, (33, 36), 20),
+    (1, 1, 7, 23, "double_round", -128, (33, 36), 20), (24, 1, 0, 7, "double_round", -50, (33, 34), -20)])
+def test_depthwise_few_channels(m55, c, stride, pad_value, iw, rounding, lo, shifts, zp, tmp_path):
+    """3x3 depthwise, padded, izp -7: fewer than 16 channels at stride 1 put 16 // c pixels in one vector."""
+    rng = np.random.default_rng(c * stride + iw)
+    ih = 7 if stride == 2 else 6
+    oh, ow = (ih - 1) // stride + 1, (iw - 1) // stride + 1
+    w = rng.integers(-128, 128, (3, 3, c, 1)).astype(np.int8)
+    bits = 21 if iw % 2 else 15
+    bias = rng.integers(-(1 << bits), 1 << bits, c).astype(np.int32)
+    conv = dict(pad=[1, 1, 1, 1], stride=[stride, stride], dilation=[1, 1], input_zp=-7, pad_value=pad_value)
+    rescale = dict(multiplier=rng.integers(1 << 30, 1 << 31, c).tolist(), shift=rng.integers(*shifts, c).tolist(),
+                   output_zp=zp, per_channel=True, rounding=rounding, out_min=lo, out_max=127)
+    sched = _fused("DEPTHWISE_CONV2D", (1, ih, iw, c), w, bias, (1, oh, ow, c), conv, rescale)
+    src = _generated(sched, m55, tmp_path)
+    assert "depthwise kernel: qc_mve_dw_<mode>" in src
+    assert ("&qc_dw16" in src) == (c < 16 and stride == 1)
+    _check(sched, m55, [np.full((1, ih, iw, c), -128), np.full((1, ih, iw, c), 127)])
+
+
+@pytest.mark.parametrize("k, pixels, oc, per_channel, rounding, out_range", [
+    (8, 5, 16, True, "double_round", (-128, 127)), (3, 4, 6, False, "single_round", (-20, 100)),
+    (32, 7, 9, True, "single_round", (0, 127)), (17, 2, 4, True, "double_round", (-128, 127)),
+    (16, 3, 8, False, "double_round", (-128, 50)), (64, 5, 8, True, "double_round", (-128, 127)),
+    (80, 4, 13, False, "single_round", (-5, 127)), (50, 3, 8, True, "double_round", (-128, 127)),
+    (40, 3, 8, True, "double_round", (-128, 127))])
+def test_pixel_pairs(m55, k, pixels, oc, per_channel, rounding, out_range, tmp_path):
+    """1x1 FUSED_CONV with k input channels: pixels in pairs (qc_mve_dot4x2) except where the single-pixel form is
+    kept (k > 48 and not a multiple of 16); biases near the accumulator's limits for short rows."""
+    rng = np.random.default_rng(k * 7 + pixels)
+    n = oc if per_channel else 1
+    scales = [(int(m), int(s)) for m, s in zip(rng.integers(1, 1 << 31, n), rng.integers(33, 40, n), strict=True)]
+    bias = _big_bias(scales, oc, rng, k) if k < 20 else rng.integers(-(1 << 20), 1 << 20, oc)
+    sched = _conv_rescale(oc, rounding, scales, bias, int(rng.integers(-128, 128)), out_range, k=k, pixels=pixels)
+    _check_requantized(sched, m55, tmp_path)
+    assert ("acc2 = qc_mve_dot4x2" in (tmp_path / "t.c").read_text()) == (k <= 48 or k % 16 == 0)
+
+
+@pytest.mark.parametrize("c, oc, hw, izp", [(3, 8, (5, 6), -128), (3, 5, (4, 3), 7), (2, 12, (3, 3), 0)])
+def test_gathered_window_pairs(m55, c, oc, hw, izp, tmp_path):
+    """3x3 stride-2 CONV2D with padding: the two windows of a pair gathered into their slots (the `window` hook)."""
+    rng = np.random.default_rng(c * oc)
+    w = rng.integers(-128, 128, (oc, 3, 3, c)).astype(np.int8)
+    bias = rng.integers(-5000, 5000, oc).astype(np.int32)
+    oh, ow = (hw[0] + 1) // 2, (hw[1] + 1) // 2
+    conv = dict(pad=[1, (oh - 1) * 2 + 2 - hw[0], 1, (ow - 1) * 2 + 2 - hw[1]], stride=[2, 2], dilation=[1, 1],
+                input_zp=izp)
+    rescale = dict(multiplier=rng.integers(1 << 30, 1 << 31, oc).tolist(), shift=rng.integers(33, 38, oc).tolist(),
+                   output_zp=int(rng.integers(-128, 128)), per_channel=True, rounding="double_round")
+    sched = _fused("CONV2D", (1, *hw, c), w, bias, (1, oh, ow, oc), conv, rescale)
+    assert "qc_win[p & 1]" in _generated(sched, m55, tmp_path)
+    _check(sched, m55, [np.full((1, *hw, c), -128), np.full((1, *hw, c), 127)])
