@@ -170,6 +170,20 @@ def _conv_rescale(oc: int, rounding: str, scales: list[tuple[int, int]], bias: n
     return sched
 
 
+def _fused(op: str, x_shape, w: np.ndarray, bias: np.ndarray, y_shape, conv: dict, rescale: dict) -> Schedule:
+    """op (x int8 of x_shape, constant weights w and i32 bias) + RESCALE to int8 y_shape, fused into FUSED_CONV."""
+    sched = Schedule("t")
+    for name, shape, dt, kind, values in [("x", x_shape, "i8", INPUT, None), ("w", w.shape, "i8", CONST, w),
+                                          ("b", bias.shape, "i32", CONST, bias), ("acc", y_shape, "i32", TEMP, None),
+                                          ("y", y_shape, "i8", OUTPUT, None)]:
+        sched.add_buffer(Buffer(name, shape, dtype(dt), kind, values))
+    sched.inputs, sched.outputs = ["x"], ["y"]
+    sched.steps = [Step(op, ["x", "w", "b"], ["acc"], dict(conv, weight_zp=0, acc_type="i32"), "conv"),
+                   Step("RESCALE", ["acc"], ["y"], dict(rescale, input_zp=0, scale32=True), "rs")]
+    fuse_conv_rescale(sched)
+    return sched
+
+
 def _big_bias(scales: list[tuple[int, int]], oc: int, rng: np.random.Generator, k: int = 17) -> np.ndarray:
     """Biases near +-2^31 when every shift is > 31 (TOSA allows any value there), else within the smallest
     2^(shift-1) bound (the range analysis bounds the whole accumulator tensor), less what the 1x1 window over
@@ -248,26 +262,15 @@ def test_depthwise_requantized_blocks(target, c, stride, pad_value, tmp_path):
     rng = np.random.default_rng(c * stride)
     ih, iw = 7, 5
     oh, ow = (ih - 1) // stride + 1, (iw - 1) // stride + 1
-    sched = Schedule("t")
     w = rng.integers(-127, 128, (3, 3, c, 1)).astype(np.int8)
     w[0, :2] = -127  # a pair of taps at the int16 limit of paired products (2 * 128 * 127)
     if stride == 1 and pad_value == -128:
         w.flat[0] = -128  # no pairing (aarch64): taps one by one
     bias = rng.integers(-4096, 4096, c).astype(np.int32)
-    for name, shape, dt, kind, values in [("x", (1, ih, iw, c), "i8", INPUT, None), ("w", w.shape, "i8", CONST, w),
-                                          ("b", bias.shape, "i32", CONST, bias),
-                                          ("acc", (1, oh, ow, c), "i32", TEMP, None),
-                                          ("y", (1, oh, ow, c), "i8", OUTPUT, None)]:
-        sched.add_buffer(Buffer(name, shape, dtype(dt), kind, values))
-    sched.inputs, sched.outputs = ["x"], ["y"]
-    conv = dict(pad=[1, 1, 1, 1], stride=[stride, stride], dilation=[1, 1], input_zp=-128, weight_zp=0,
-                acc_type="i32", pad_value=pad_value)
+    conv = dict(pad=[1, 1, 1, 1], stride=[stride, stride], dilation=[1, 1], input_zp=-128, pad_value=pad_value)
     rescale = dict(multiplier=rng.integers(1 << 30, 1 << 31, c).tolist(), shift=rng.integers(38, 44, c).tolist(),
-                   input_zp=0, output_zp=int(rng.integers(-128, 128)), scale32=True, per_channel=True,
-                   rounding="double_round")
-    sched.steps = [Step("DEPTHWISE_CONV2D", ["x", "w", "b"], ["acc"], conv, "dw"),
-                   Step("RESCALE", ["acc"], ["y"], rescale, "rs")]
-    fuse_conv_rescale(sched)
+                   output_zp=int(rng.integers(-128, 128)), per_channel=True, rounding="double_round")
+    sched = _fused("DEPTHWISE_CONV2D", (1, ih, iw, c), w, bias, (1, oh, ow, c), conv, rescale)
     _generated(sched, target, tmp_path)
     _check(sched, target, [np.full((1, ih, iw, c), -128), np.full((1, ih, iw, c), 127)])
 
@@ -445,21 +448,10 @@ def test_requantized_gathered_windows(target, kh, kw, c, pad, izp, tmp_path):
     oh, ow = ih + 2 * pad - kh + 1, iw + 2 * pad - kw + 1
     w = _weights(oc, kh * kw * c, rng).reshape(oc, kh, kw, c).astype(np.int8)
     bias = rng.integers(-4096, 4096, oc).astype(np.int32)
-    sched = Schedule("t")
-    for name, shape, dt, kind, values in [("x", (1, ih, iw, c), "i8", INPUT, None), ("w", w.shape, "i8", CONST, w),
-                                          ("b", bias.shape, "i32", CONST, bias),
-                                          ("acc", (1, oh, ow, oc), "i32", TEMP, None),
-                                          ("y", (1, oh, ow, oc), "i8", OUTPUT, None)]:
-        sched.add_buffer(Buffer(name, shape, dtype(dt), kind, values))
-    sched.inputs, sched.outputs = ["x"], ["y"]
-    conv = dict(pad=[pad] * 4, stride=[1, 1], dilation=[1, 1], input_zp=izp, weight_zp=0, acc_type="i32",
-                pad_value=izp)
+    conv = dict(pad=[pad] * 4, stride=[1, 1], dilation=[1, 1], input_zp=izp, pad_value=izp)
     rescale = dict(multiplier=rng.integers(1 << 30, 1 << 31, oc).tolist(), shift=rng.integers(36, 42, oc).tolist(),
-                   input_zp=0, output_zp=int(rng.integers(-128, 128)), scale32=True, per_channel=True,
-                   rounding="double_round")
-    sched.steps = [Step("CONV2D", ["x", "w", "b"], ["acc"], conv, "conv"),
-                   Step("RESCALE", ["acc"], ["y"], rescale, "rs")]
-    fuse_conv_rescale(sched)
+                   output_zp=int(rng.integers(-128, 128)), per_channel=True, rounding="double_round")
+    sched = _fused("CONV2D", (1, ih, iw, c), w, bias, (1, oh, ow, oc), conv, rescale)
     code = _generated(sched, target, tmp_path)
     if target.name == "aarch64-dotprod":
         assert "sdot_4x4_pad8" in code and ("qc_sdot_rows2(qc_x0, xp" in code) == (kh * kw * c > 8)
@@ -494,19 +486,6 @@ def m55():
     if reason:
         pytest.skip(f"cortex-m55: {reason}")
     return target
-
-
-def _fused(op: str, x_shape, w: np.ndarray, bias: np.ndarray, y_shape, conv: dict, rescale: dict) -> Schedule:
-    sched = Schedule("t")
-    for name, shape, dt, kind, values in [("x", x_shape, "i8", INPUT, None), ("w", w.shape, "i8", CONST, w),
-                                          ("b", bias.shape, "i32", CONST, bias), ("acc", y_shape, "i32", TEMP, None),
-                                          ("y", y_shape, "i8", OUTPUT, None)]:
-        sched.add_buffer(Buffer(name, shape, dtype(dt), kind, values))
-    sched.inputs, sched.outputs = ["x"], ["y"]
-    sched.steps = [Step(op, ["x", "w", "b"], ["acc"], dict(conv, weight_zp=0, acc_type="i32"), "conv"),
-                   Step("RESCALE", ["acc"], ["y"], dict(rescale, input_zp=0, scale32=True), "rs")]
-    fuse_conv_rescale(sched)
-    return sched
 
 
 @pytest.mark.parametrize("c, stride, pad_value, iw, rounding, lo, shifts, zp", [
