@@ -123,6 +123,24 @@ def mve_r4x16(values: np.ndarray, rows: int) -> np.ndarray:
     return w.reshape(-1, 4, w.shape[1] // 16, 16).transpose(0, 2, 1, 3).reshape(-1).astype(np.int8)
 
 
+def mve_pw4x2(values: np.ndarray, rows: int, bias: np.ndarray, izp: int, multipliers: list[int],
+              shifts: list[int]) -> np.ndarray:
+    """One int32 stream per block of 4 rows of int8 weights ([rows, k]) for the Cortex-M55 pixel-pair kernel
+    (qc_mve_pw4x2: one pointer walks it): the 4 accumulator starts base[r] = bias[r] (or bias[0]) - izp * the sum
+    of row r (modulo 2^32, like the kernel's int32 sums: the exact sum fits int32), the rows' int8 chunks of
+    mve_r4x16 as words, then (per-channel scales only) the 4 multipliers and the 4 VRSHL counts 31 - shift. The
+    rows after the last block of 4 are left out."""
+    w = np.asarray(values, np.int64).reshape(rows, -1)
+    blocks = rows // 4
+    base = np.broadcast_to(np.asarray(bias, np.int64).reshape(-1), (rows,)) - izp * w.sum(axis=1)
+    parts = [base[:blocks * 4].reshape(blocks, 4),
+             mve_r4x16(values, rows).view(np.uint8).reshape(blocks, -1).view("<i4").astype(np.int64)]
+    if len(multipliers) > 1:
+        parts += [np.asarray(multipliers, np.int64)[:blocks * 4].reshape(blocks, 4),
+                  31 - np.asarray(shifts, np.int64)[:blocks * 4].reshape(blocks, 4)]
+    return (np.concatenate(parts, axis=1).reshape(-1) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+
+
 def mve_dw_params(values: np.ndarray, channels: int, bias: np.ndarray, izp: int, multipliers: list[int],
                   shifts: list[int], copies: int = 1) -> np.ndarray:
     """Per block of 16 channels of a depthwise convolution (Cortex-M55: qc_mve_dw_<mode>), the accumulators' start
@@ -178,6 +196,7 @@ RELAYOUTS: dict[str, tuple[str, Callable[..., np.ndarray]]] = {
     "dsp_q15x2": ("int32_t", dsp_q15x2),
     "dsp_dw_q15_base": ("int32_t", dsp_dw_q15_base),
     "mve_r4x16": ("int8_t", mve_r4x16),
+    "mve_pw4x2": ("int32_t", mve_pw4x2),
     "mve_dw_params": ("int32_t", mve_dw_params),
     "mve_dw_w16": ("int8_t", mve_dw_w16),
     "dsp_s8x2": ("int32_t", dsp_s8x2),

@@ -36,7 +36,7 @@ def compile_cached(sources: list[Path], command: list[str], suffix: str, libs: l
     if proc.returncode != 0:
         tmp.unlink(missing_ok=True)
         first = (proc.stderr.strip().splitlines() or ["(no output)"])
-        detail = next((ln for ln in first if "error" in ln), first[0])
+        detail = next((ln for ln in first if "error" in ln.lower()), first[0])  # the assembler's are "Error:"
         raise BuildError(f"C compilation failed ({' '.join(command[:1])}): {detail}")
     os.replace(tmp, out)
     return out
