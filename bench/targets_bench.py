@@ -14,16 +14,19 @@ FC autoencoder) and per target (`--targets`; default: every target `qcodegen tar
   `qcodegen verify -t T --json` does (HarnessRunner(measure=True), on the first sample), .text and .rodata bytes
   of the generated model.c + model_weights.c (qcodegen.verify.runners.code_size) and the arena bytes;
 - on host targets (the harness runs natively: generic, x86-avx2) wall time per inference of the harness (`-n N`)
-  vs TFLM `invoke()` vs LiteRT's default interpreter (ai-edge-litert, XNNPACK delegate, num_threads=1). XNNPACK
-  is not bit-exact (DESIGN.md): it is a speed reference only; its largest difference from TFLM in LSB is
-  reported for information.
+  vs TFLM `invoke()` vs LiteRT's default interpreter (ai-edge-litert, XNNPACK delegate, num_threads=1), twice:
+  as shipped (XNNPACK picks its kernels for the host's best ISA at run time, AVX-512 VNNI / AMX on a recent Xeon)
+  and limited to AVX2, the ISA of target x86-avx2 (a child process with bench/cpuid_mask.c preloaded, which hides
+  AVX-512, AVX-VNNI and AMX from CPUID; x86-64 Linux with CPUID faulting only, else n/a). XNNPACK is not bit-exact
+  (DESIGN.md): it is a speed reference only; its largest difference from TFLM in LSB is reported for information.
 
 Time (measured 2026-11-22, 2-core Xeon shared with other jobs): a full run (5 models x 9 targets, --samples 3)
 takes about 3 minutes from an empty build cache (QC_CACHE_DIR=/tmp/empty: 174 s) and under 2 minutes when the
 builds are cached in ~/.cache/qcodegen (unchanged C). No row takes more than ~10 s: counting MobileNetV1 (~22 M
 guest instructions) on Cortex-M4 under qemu-system-arm with the plugin plus 3 checked inputs takes ~4 s; the host
-rows spend ~5-9 s in their wall-time loops (about 0.5 s per batch). Wall times are only meaningful on an idle
-machine: the reference times (TFLM, XNNPACK) are measured once per model, at the start of its rows.
+rows spend ~5-9 s in their wall-time loops (about 0.5 s per batch), the AVX2-only XNNPACK child ~2-3 s per model.
+Wall times are only meaningful on an idle machine: the reference times (TFLM, XNNPACK) are measured once per
+model, at the start of its rows.
 Needs the bench extra: pip install '.[bench]' (tflite-micro and ai-edge-litert).
 """
 
@@ -33,6 +36,7 @@ import argparse
 import datetime
 import json
 import os
+import platform
 import subprocess
 import sys
 import tempfile
@@ -60,6 +64,7 @@ from qcodegen.verify import get_runner, random_inputs  # noqa: E402
 from qcodegen.verify.runners import HarnessRunner, code_size, unavailable, write_raw  # noqa: E402
 from qcodegen.verify.tflm_oracle import TflmModel, verify_against_tflm  # noqa: E402
 
+CPUID_MASK = ROOT / "bench" / "cpuid_mask.c"
 TARGETS = [t.name for t in sorted(list_targets(), key=lambda t: t.name != "generic")]
 TEXT_LIMIT = 17 * 1024  # the issue's "17 KB" of Cortex-M4 .text per model
 # the issue's instructions-per-MAC goals on the MLPerf-Tiny-shaped models
@@ -81,6 +86,8 @@ class Row:
     tflm_us: float | None = None
     xnnpack_us: float | None = None
     xnnpack_lsb: int | None = None  # max |XNNPACK - TFLM| over the samples, in output LSB
+    xnnpack_avx2_us: float | None = None  # XNNPACK with AVX-512, AVX-VNNI and AMX hidden (bench/cpuid_mask.c)
+    xnnpack_avx2_lsb: int | None = None
     seconds: float = 0.0  # wall time this row took to measure
     notes: list[str] = field(default_factory=list)
 
@@ -159,30 +166,90 @@ def _litert(model: bytes) -> Litert | None:
     return None
 
 
+def build_cpuid_mask(workdir: Path) -> Path | str:
+    """bench/cpuid_mask.c built with the host cc into `workdir`: the library, or why XNNPACK AVX2 is n/a."""
+    if platform.machine() != "x86_64" or not sys.platform.startswith("linux"):
+        return "needs x86-64 Linux (CPUID faulting)"
+    lib = workdir / "libcpuid_mask.so"
+    try:
+        done = subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(lib), str(CPUID_MASK)],
+                              capture_output=True, text=True)
+    except OSError as exc:
+        return f"cannot run cc: {exc}"
+    return lib if done.returncode == 0 else f"cc cannot build bench/cpuid_mask.c: {done.stderr.strip()[:200]}"
+
+
+def xnnpack_avx2(path: Path, batches: list[list[np.ndarray]], mask: Path | str, runs: int
+                 ) -> tuple[float, list[list[np.ndarray]]]:
+    """XNNPACK's µs per inference (first batch) and outputs of each batch, measured by xnnpack_child in a child
+    process with `mask` (bench/cpuid_mask.c, see build_cpuid_mask) preloaded; RuntimeError with the reason (the
+    child's stderr) if it cannot be measured."""
+    if isinstance(mask, str):
+        raise RuntimeError(mask)
+    inputs = mask.with_name(f"{path.stem}-inputs.npz")
+    np.savez(inputs, *[arr for batch in batches for arr in batch])
+    done = subprocess.run([sys.executable, __file__, "--xnnpack-child", str(path), str(inputs), str(runs)],
+                          env={**os.environ, "LD_PRELOAD": str(mask)}, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(" ".join(done.stderr.split())[-300:])
+    result = json.loads(done.stdout.splitlines()[-1])  # the JSON line is the last one printed
+    return result["us"], [[np.array(out) for out in outs] for outs in result["outputs"]]
+
+
+def xnnpack_child(model: str, inputs: str, runs: str) -> int:
+    """`targets_bench.py --xnnpack-child MODEL INPUTS.npz RUNS`, run by xnnpack_avx2 with the CPUID mask preloaded:
+    checks the mask is active, then prints {"us": µs per inference, "outputs": per batch} as JSON."""
+    import ctypes
+    if not ctypes.CDLL(None).qc_cpuid_masked():  # the symbol of the preloaded library
+        log("CPUID masking is not active: XNNPACK would see AVX-512")
+        return 1
+    litert = Litert(litert_loadable(Path(model).read_bytes()))
+    data = np.load(inputs)
+    arrays = [data[f"arr_{i}"] for i in range(len(data.files))]
+    n = len(litert.it.get_input_details())
+    outputs = [[out.tolist() for out in litert.run(arrays[i:i + n])] for i in range(0, len(arrays), n)]
+    litert.set_inputs(arrays[:n])
+    print(json.dumps({"us": best_seconds(litert.it.invoke, int(runs)) * 1e6, "outputs": outputs}))
+    return 0
+
+
+def max_lsb(wants: list[list[np.ndarray]], gots: list[list[np.ndarray]]) -> int:
+    """The largest |got - want| over every output of every batch (`got` reshaped to TFLM's shape)."""
+    return max(int(np.abs(w.astype(np.int64) - g.reshape(w.shape).astype(np.int64)).max())
+               for want, got in zip(wants, gots, strict=True) for w, g in zip(want, got, strict=True))
+
+
 @dataclass
 class HostTimes:
     """Per-model wall times of the references (measured once, on the first input)."""
     tflm_us: float
-    xnnpack_us: float | None
-    xnnpack_lsb: int | None
+    xnnpack_us: float | None = None
+    xnnpack_lsb: int | None = None
+    xnnpack_avx2_us: float | None = None
+    xnnpack_avx2_lsb: int | None = None
+    notes: list[str] = field(default_factory=list)
 
 
-def host_times(path: Path, schedule: Schedule, args: argparse.Namespace) -> HostTimes:
+def host_times(path: Path, schedule: Schedule, args: argparse.Namespace, mask: Path | str) -> HostTimes:
     rng = np.random.default_rng(args.seed)
     batches = [random_inputs(schedule, rng) for _ in range(args.samples)]
     tflm = TflmModel(path.read_bytes())
     for i, arr in enumerate(batches[0]):
         tflm.interpreter.set_input(np.ascontiguousarray(arr), i)
-    tflm_us = best_seconds(tflm.interpreter.invoke, args.runs) * 1e6
+    times = HostTimes(best_seconds(tflm.interpreter.invoke, args.runs) * 1e6)
     litert = _litert(path.read_bytes())
     if litert is None:
-        return HostTimes(tflm_us, None, None)
-    lsb = 0
-    for batch in batches:
-        for want, got in zip(tflm.run(batch, len(schedule.outputs)), litert.run(batch), strict=True):
-            lsb = max(lsb, int(np.abs(want.astype(np.int64) - got.reshape(want.shape).astype(np.int64)).max()))
+        return times
+    wants = [tflm.run(batch, len(schedule.outputs)) for batch in batches]
+    times.xnnpack_lsb = max_lsb(wants, [litert.run(batch) for batch in batches])
     litert.set_inputs(batches[0])
-    return HostTimes(tflm_us, best_seconds(litert.it.invoke, args.runs) * 1e6, lsb)
+    times.xnnpack_us = best_seconds(litert.it.invoke, args.runs) * 1e6
+    try:
+        times.xnnpack_avx2_us, outputs = xnnpack_avx2(path, batches, mask, args.runs)
+        times.xnnpack_avx2_lsb = max_lsb(wants, outputs)
+    except RuntimeError as exc:
+        times.notes.append(f"XNNPACK AVX2 n/a: {exc}")
+    return times
 
 
 def harness_us(target: Target, model: GeneratedModel, schedule: Schedule, workdir: Path, args: argparse.Namespace
@@ -216,6 +283,8 @@ def measure(row: Row, path: Path, schedule: Schedule, target: Target, workdir: P
     if native(target) and times is not None:
         row.ours_us = harness_us(target, model, schedule, outdir, args)
         row.tflm_us, row.xnnpack_us, row.xnnpack_lsb = times.tflm_us, times.xnnpack_us, times.xnnpack_lsb
+        row.xnnpack_avx2_us, row.xnnpack_avx2_lsb = times.xnnpack_avx2_us, times.xnnpack_avx2_lsb
+        row.notes += times.notes
 
 
 def run(args: argparse.Namespace) -> list[Row]:
@@ -224,13 +293,15 @@ def run(args: argparse.Namespace) -> list[Row]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="qc-targets-bench-") as tmp:
         workdir = Path(tmp)
+        host = any(native(t) for t in targets)
+        mask = build_cpuid_mask(workdir) if host else ""
         for name in args.models:
             path = model_path(name, workdir)
             schedule = plan(load_model(path))
             times = None
-            if any(native(t) for t in targets):
+            if host:
                 log(f"{name}: TFLM and LiteRT wall time ...")
-                times = host_times(path, schedule, args)
+                times = host_times(path, schedule, args, mask)
             macs = inspect_dict(schedule)["macs"]
             for target in targets:
                 log(f"{name} on {target.name} ...")
@@ -272,6 +343,8 @@ COLUMNS: list[tuple[str, Callable[[Row], str]]] = [
     ("TFLM µs", lambda r: _fmt(r.tflm_us, ",.1f")),
     ("XNNPACK µs", lambda r: _fmt(r.xnnpack_us, ",.1f")),
     ("XNNPACK max Δ LSB", lambda r: _fmt(r.xnnpack_lsb, "d")),
+    ("XNNPACK AVX2 µs", lambda r: _fmt(r.xnnpack_avx2_us, ",.1f")),
+    ("XNNPACK AVX2 max Δ LSB", lambda r: _fmt(r.xnnpack_avx2_lsb, "d")),
 ]
 
 
@@ -301,9 +374,15 @@ def goals(rows: list[Row]) -> list[str]:
     for target, limit in PER_MAC_GOALS.items():
         lines.append(f"{target} <= {limit} instructions/MAC on every MLPerf-Tiny model: "
                      + _verdict(on(target, lambda r: r.per_mac), lambda v, lim=limit: v <= lim, ".3f"))
-    ratios = on("x86-avx2", lambda r: None if r.ours_us is None or not r.xnnpack_us else r.ours_us / r.xnnpack_us)
-    lines.append("x86-avx2 wall time <= LiteRT XNNPACK single thread (ours / XNNPACK): "
-                 + _verdict(ratios, lambda v: v <= 1.0, ".2f"))
+    def vs(xnnpack_us: Callable[[Row], float | None]) -> str:
+        ratios = on("x86-avx2", lambda r: None if r.ours_us is None or not xnnpack_us(r)
+                    else r.ours_us / xnnpack_us(r))
+        return _verdict(ratios, lambda v: v <= 1.0, ".2f")
+
+    lines.append("x86-avx2 wall time <= LiteRT XNNPACK single thread, host ISA (ours / XNNPACK): "
+                 + vs(lambda r: r.xnnpack_us))
+    lines.append("x86-avx2 wall time <= LiteRT XNNPACK single thread limited to AVX2, same ISA (ours / XNNPACK AVX2): "
+                 + vs(lambda r: r.xnnpack_avx2_us))
     lines.append(f"cortex-m4 .text <= 17 KB ({TEXT_LIMIT:,} B) per model: "
                  + _verdict(on("cortex-m4", lambda r: r.text_bytes), lambda v: v <= TEXT_LIMIT, ","))
     return lines
@@ -353,7 +432,7 @@ def report(rows: list[Row], args: argparse.Namespace, command: str, seconds: flo
         f"- date: {datetime.date.today().isoformat()}",
         f"- machine: {machine()}",
         f"- host SIMD: {simd_flags()} (XNNPACK chooses its kernels at run time for the best of these; target "
-        f"x86-avx2 uses AVX2 only)",
+        f"x86-avx2 uses AVX2 only, as does XNNPACK AVX2, which sees a CPU without AVX-512, AVX-VNNI and AMX)",
         f"- command: `{command}` ({seconds / 60:.1f} min; load average at the end {load_average()})",
         f"- weight layout: {args.weight_layout} (`qcodegen compile --weight-layout`; fast: Cortex-M4/M7 1x1 and FC "
         "weights also as int16 SMLAD pairs, more flash, fewer instructions)",
@@ -383,8 +462,10 @@ the target's flags (harness, C library and compiler runtime helpers excluded; we
 targets only: ours = the harness executable (`-n N`, (t(N+1) - t(1)) / N, best of 3), TFLM = `invoke()` of the
 tflite-micro Python interpreter, XNNPACK = `invoke()` of ai-edge-litert's default interpreter (XNNPACK delegate)
 with num_threads=1 (not bit-exact with TFLM by design: speed reference only; max Δ LSB = its largest absolute
-difference from TFLM over the samples, in output quantization steps). The reference times are per model, the
-same on every host row.
+difference from TFLM over the samples, in output quantization steps); XNNPACK AVX2 = the same in a child process
+with bench/cpuid_mask.c preloaded, which hides AVX-512, AVX-VNNI and AMX from CPUID (CPUID faulting), so that
+XNNPACK runs its AVX2 kernels, the ISA of target x86-avx2. The reference times are per model, the same on every
+host row.
 """
 
 
@@ -426,4 +507,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(xnnpack_child(*sys.argv[2:]) if sys.argv[1:2] == ["--xnnpack-child"] else main())

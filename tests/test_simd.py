@@ -285,7 +285,7 @@ def _fused_cases(draw):
     and without a fused ReLU bound."""
     op = draw(st.sampled_from(["CONV2D", "DEPTHWISE_CONV2D", "DEPTHWISE_CONV2D"]))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    c = draw(st.sampled_from([1, 3, 4, 8, 19, 20]))
+    c = draw(st.sampled_from([1, 3, 4, 8, 19, 20, 48]))
     kh, kw = draw(st.sampled_from([(3, 3), (3, 3), (1, 1), (2, 3), (5, 4)]))
     sy, sx, dy = draw(st.integers(1, 2)), draw(st.integers(1, 2)), draw(st.sampled_from([1, 1, 2]))
     pt, pb, pl, pr = (draw(st.integers(0, k - 1)) for k in (kh, kh, kw, kw))
@@ -511,22 +511,46 @@ def test_depthwise_few_channels(m55, c, stride, pad_value, iw, rounding, lo, shi
     _check(sched, m55, [np.full((1, ih, iw, c), -128), np.full((1, ih, iw, c), 127)])
 
 
+@pytest.mark.parametrize("c, kernel, shifts, rounding, lo, zp", [
+    (48, 3, (33, 40), "double_round", -128, -128), (32, 3, (33, 36), "single_round", -20, 3),
+    (40, 3, (33, 62), "double_round", 0, -128), (64, 3, (33, 35), "single_round", -128, 100),
+    (32, 2, (33, 40), "double_round", -128, 5), (16, 3, (33, 40), "double_round", -7, -1)])
+def test_depthwise_blocks(m55, c, kernel, shifts, rounding, lo, zp, tmp_path):
+    """Depthwise with int8 outputs over whole blocks of 16 channels: a 3x3 pixel of at least 2 blocks keeps its 9
+    input pointers in registers (QC_MVE_DW_TAPS9_*), other blocks loop over the taps (2x2; one block of 16), a last
+    partial block (40 channels) is predicated; clamps narrower than int8 and not, both roundings."""
+    rng = np.random.default_rng(c + kernel)
+    ih, iw = 6, 7
+    w = rng.integers(-128, 128, (kernel, kernel, c, 1)).astype(np.int8)
+    bias = rng.integers(-(1 << 20), 1 << 20, c).astype(np.int32)
+    conv = dict(pad=[1, 1, 1, 1], stride=[1, 1], dilation=[1, 1], input_zp=-9, pad_value=-9)
+    oh, ow = ih + 3 - kernel, iw + 3 - kernel
+    rescale = dict(multiplier=rng.integers(1 << 30, 1 << 31, c).tolist(), shift=rng.integers(*shifts, c).tolist(),
+                   output_zp=zp, per_channel=True, rounding=rounding, out_min=lo, out_max=127 if lo == -128 else 90)
+    sched = _fused("DEPTHWISE_CONV2D", (1, ih, iw, c), w, bias, (1, oh, ow, c), conv, rescale)
+    src = _generated(sched, m55, tmp_path)
+    assert ("_clamp(&qc_dw" in src) == (lo != -128)
+    _check(sched, m55, [np.full((1, ih, iw, c), -128), np.full((1, ih, iw, c), 127)])
+
+
 @pytest.mark.parametrize("k, pixels, oc, per_channel, rounding, out_range", [
     (8, 5, 16, True, "double_round", (-128, 127)), (3, 4, 6, False, "single_round", (-20, 100)),
     (32, 7, 9, True, "single_round", (0, 127)), (17, 2, 4, True, "double_round", (-128, 127)),
     (16, 3, 8, False, "double_round", (-128, 50)), (64, 5, 8, True, "double_round", (-128, 127)),
     (80, 4, 13, False, "single_round", (-5, 127)), (50, 3, 8, True, "double_round", (-128, 127)),
-    (40, 3, 8, True, "double_round", (-128, 127))])
+    (40, 3, 8, True, "double_round", (-128, 127)), (135, 3, 8, True, "double_round", (-128, 127)),
+    (264, 3, 4, False, "single_round", (-128, 127)), (128, 2, 8, True, "double_round", (-128, 127))])
 def test_pixel_pairs(m55, k, pixels, oc, per_channel, rounding, out_range, tmp_path):
-    """1x1 FUSED_CONV with k input channels: pixels in pairs (qc_mve_dot4x2) except where the single-pixel form is
-    kept (k > 48 and not a multiple of 16); biases near the accumulator's limits for short rows."""
+    """1x1 FUSED_CONV with k input channels: pixels in pairs (_pw_pair: asm per block of 4 channels; whole chunks
+    unrolled up to 8, then by 4 in a loop: k 135, 264; partial last chunks), odd pixel counts (the last one paired
+    with itself), leftover rows (oc % 4); biases near the accumulator's limits for short rows."""
     rng = np.random.default_rng(k * 7 + pixels)
     n = oc if per_channel else 1
     scales = [(int(m), int(s)) for m, s in zip(rng.integers(1, 1 << 31, n), rng.integers(33, 40, n), strict=True)]
     bias = _big_bias(scales, oc, rng, k) if k < 20 else rng.integers(-(1 << 20), 1 << 20, oc)
     sched = _conv_rescale(oc, rounding, scales, bias, int(rng.integers(-128, 128)), out_range, k=k, pixels=pixels)
     _check_requantized(sched, m55, tmp_path)
-    assert ("acc2 = qc_mve_dot4x2" in (tmp_path / "t.c").read_text()) == (k <= 48 or k % 16 == 0)
+    assert "QC_MVE_PW_START(" in (tmp_path / "t.c").read_text()
 
 
 @pytest.mark.parametrize("c, oc, hw, izp", [(3, 8, (5, 6), -128), (3, 5, (4, 3), 7), (2, 12, (3, 3), 0)])

@@ -142,12 +142,14 @@ def mve_pw4x2(values: np.ndarray, rows: int, bias: np.ndarray, izp: int, multipl
 
 
 def mve_dw_params(values: np.ndarray, channels: int, bias: np.ndarray, izp: int, multipliers: list[int],
-                  shifts: list[int], copies: int = 1) -> np.ndarray:
-    """Per block of 16 channels of a depthwise convolution (Cortex-M55: qc_mve_dw_<mode>), the accumulators' start
-    base[c] = bias[c] (or bias[0]) - izp * the sum of channel c's weights over the taps, the multipliers and
-    31 - shift (a VRSHL count), each as 16 int32 in the lane order of the widening products: channels j, j + 4,
-    j + 8, j + 12 for j = 0..3 (the channels past the last are 0). Per-tensor scales apply to every channel.
-    copies > 1 (channels * copies <= 16): the channels repeated `copies` times, for that many pixels per vector."""
+                  shifts: list[int], zp: int, lo: int, hi: int, copies: int = 1) -> np.ndarray:
+    """Per block of 16 channels of a depthwise convolution (Cortex-M55: qc_mve_dw_<mode>), 60 int32: the
+    accumulators' start base[c] = bias[c] (or bias[0]) - izp * the sum of channel c's weights over the taps, the
+    multipliers and 31 - shift (a VRSHL count), each as 16 int32 in the lane order of the widening products:
+    channels j, j + 4, j + 8, j + 12 for j = 0..3 (the channels past the last are 0); then the output zero point
+    as 8 int16, the clamp's lo and hi as 16 int8 each (vectors for VQADD, VMAX, VMIN). Per-tensor scales apply to
+    every channel. copies > 1 (channels * copies <= 16): the channels repeated `copies` times, for that many
+    pixels per vector."""
     w = np.asarray(values, np.int64).reshape(-1, channels)
     base = np.broadcast_to(np.asarray(bias, np.int64).reshape(-1), (channels,)) - izp * w.sum(axis=0)
     cols = [np.tile(np.broadcast_to(col, (channels,)), copies)
@@ -158,7 +160,10 @@ def mve_dw_params(values: np.ndarray, channels: int, bias: np.ndarray, izp: int,
     for part, col in enumerate(cols):
         padded = np.pad(col, (0, blocks * 16 - channels)).reshape(blocks, 4, 4)  # block, lane, j
         out[:, part] = padded.transpose(0, 2, 1)
-    return out.reshape(-1).astype(np.int32)
+    vectors = np.concatenate([np.full(8, zp, np.int16).view(np.int32), np.full(16, lo, np.int8).view(np.int32),
+                              np.full(16, hi, np.int8).view(np.int32)]).astype(np.int64)
+    words = np.concatenate([out.reshape(blocks, -1), np.tile(vectors, (blocks, 1))], axis=1)
+    return words.reshape(-1).astype(np.int32)
 
 
 def mve_dw_w16(values: np.ndarray, channels: int, copies: int = 1) -> np.ndarray:
