@@ -136,6 +136,20 @@ def test_makefile_builds(target, tmp_path):
     assert (tmp_path / "model").exists()
 
 
+@pytest.mark.parametrize("level", ["-O0", "-Og"])
+def test_debug_builds(target, level, tmp_path):
+    """A firmware engineer's debug build of the model (-Og; -O0): it compiles with the target's other flags, or (-O0,
+    Cortex-M: the kernels' asm needs every core register) stops at the message naming the levels to use."""
+    _, model = _example_model("mobilenet_like", tmp_path, target)
+    flags = [f for f in target.cflags if not f.startswith("-O")] + [level]
+    sources = [str(f) for f in model.files if f.suffix == ".c" and f.name.startswith(model.name)]
+    proc = subprocess.run(target.cc.split() + flags + ["-c", *sources], capture_output=True, text=True, cwd=tmp_path)
+    if level == "-O0" and target.name.startswith("cortex-m"):
+        assert proc.returncode != 0 and "compile the Cortex-M kernels with optimization" in proc.stderr
+    else:
+        assert proc.returncode == 0, proc.stderr[-2000:]
+
+
 def test_template_override_falls_back_to_generic(tmp_path):
     """A target's own template folder overrides one kernel; everything else comes from generic/ (and the
     harness files from the target's folders), still bit-exact under the emulator."""
