@@ -133,3 +133,66 @@ def test_blocked_kernel_shift33_extremes(name, rounding, kh, ow, c, tmp_path):
     inputs += [[np.full((1, 1, ow, c), v, np.int8)] for v in (127, -128)]
     result = verify_planned(sched, target=tgt, inputs=inputs)
     assert result.bit_exact, f"{name}: {result.mismatches} mismatches, first {result.first_mismatch}"
+
+
+# (channels, kh, kw, stride, pad [top, bottom, left, right], pad value, izp, rounding, smallest shift, output range,
+# input height, width): the AVX2 depthwise kernel over int16 tap pairs (avx2/_dot.c.j2 `depthwise`), then a case it
+# leaves to the blocks of 8 channels (20 channels)
+DW_CASES = [
+    (8, 3, 3, (1, 1), (1, 1, 1, 1), -128, -128, "double_round", 33, (-128, 127), 5, 4),
+    (16, 3, 3, (2, 2), (1, 1, 1, 1), 0, 5, "single_round", 33, (-5, 127), 7, 7),
+    (24, 3, 3, (2, 2), (0, 1, 0, 1), 3, -7, "double_round", 40, (-100, 6), 8, 8),
+    (40, 2, 3, (1, 1), (1, 0, 1, 1), -128, 0, "single_round", 28, (-128, 127), 4, 5),
+    (64, 3, 3, (1, 1), (1, 1, 1, 1), -128, -128, "double_round", 33, (-128, 127), 12, 40),
+    (8, 3, 1, (2, 3), (1, 1, 0, 0), 17, 17, "double_round", 33, (-128, 127), 7, 7),
+    (20, 3, 3, (1, 1), (1, 1, 1, 1), -128, -128, "double_round", 33, (-128, 127), 5, 4),
+]
+
+
+@pytest.mark.parametrize("name", ["x86-avx2", *VNNI])
+@pytest.mark.parametrize("case", DW_CASES, ids=[f"c{c[0]}_{c[1]}x{c[2]}_s{c[3][1]}" for c in DW_CASES])
+def test_depthwise_pair_rows(name, case, tmp_path):
+    """DEPTHWISE_CONV2D + per-channel RESCALE (FUSED_CONV) through the kernel over rows of int16 tap pairs: 8 .. 64
+    channels (one block of 8, or 16-channel widening and a last 8), 3x3, 2x3 and 3x1 windows, strides 1, 2 and 3
+    (an even stride widens every other position), padding on some or all sides with pad values -128, 0, 3, 17,
+    izp != 0, both roundings with shifts from 28 (qc_scale32x8) or from 33 (qc_scale32x8_s33r, 33 and 62 present),
+    multipliers 0, 1, 2^31 - 1 and random, biases near +-2^31 (the accumulators' start wraps modulo 2^32) and small
+    ones, output clamps; 40 x 12 pixels of 64 channels need bands of 4 output rows (qc_rows <= 64 KiB). 20
+    channels: not a multiple of 8, the blocks of 8 channels run. Random inputs and both int8 extremes."""
+    c, kh, kw, stride, pad, pad_value, izp, rounding, lo, out_range, ih, iw = case
+    tgt = _available(name)
+    rng = np.random.default_rng(c * kh * kw + stride[1])
+    oh, ow = (ih + pad[0] + pad[1] - kh) // stride[0] + 1, (iw + pad[2] + pad[3] - kw) // stride[1] + 1
+    w = rng.integers(-128, 128, (kh, kw, c, 1)).astype(np.int8)
+    w[0, 0, :2], w[-1, -1, 2:4] = -128, 127
+    shifts = rng.integers(lo, 63, c)
+    shifts[:2] = [lo, 62]
+    mults = rng.integers(0, 1 << 31, c)
+    mults[:4] = [(1 << 31) - 1, 1, 0, (1 << 30) + 1]
+    room = (1 << 31) - kh * kw * 255 * 128 - (1 << 12)
+    big = np.where(np.arange(c) % 2, room, -room) if lo >= 33 else np.zeros(c, np.int64)
+    bias = np.where(np.arange(c) % 3 == 2, rng.integers(-4096, 4096, c), big)
+    sched = Schedule("t")
+    for bname, shape, dt, kind, values in [("x", (1, ih, iw, c), "i8", INPUT, None), ("w", w.shape, "i8", CONST, w),
+                                           ("b", (c,), "i32", CONST, bias.astype(np.int32)),
+                                           ("acc", (1, oh, ow, c), "i32", TEMP, None),
+                                           ("y", (1, oh, ow, c), "i8", OUTPUT, None)]:
+        sched.add_buffer(Buffer(bname, shape, dtype(dt), kind, values))
+    sched.inputs, sched.outputs = ["x"], ["y"]
+    conv = dict(pad=list(pad), stride=list(stride), dilation=[1, 1], input_zp=izp, weight_zp=0, acc_type="i32",
+                pad_value=pad_value)
+    rescale = dict(multiplier=mults.tolist(), shift=shifts.tolist(), input_zp=0, output_zp=int(rng.integers(-128, 128)),
+                   scale32=True, per_channel=True, rounding=rounding, out_min=out_range[0], out_max=out_range[1])
+    sched.steps = [Step("DEPTHWISE_CONV2D", ["x", "w", "b"], ["acc"], conv, "conv"),
+                   Step("RESCALE", ["acc"], ["y"], rescale, "rs")]
+    fuse_conv_rescale(sched)
+    generate(prepare(sched), tmp_path, tgt)
+    code = (tmp_path / "t.c").read_text().split("static void", 1)[1]
+    assert ("bands of rows of int16 tap pairs" in code) == (c % 8 == 0)
+    if c % 8 == 0:
+        assert ("qc_scale32x8_s33r(" in code) == (lo >= 33) and ("qc_vnni_dpwssd(" in code) == (name in VNNI)
+        assert (f"oyb += {oh})" in code) == (c != 64)  # one band, or bands of 4 rows
+    inputs = [[rng.integers(-128, 128, (1, ih, iw, c)).astype(np.int8)]]
+    inputs += [[np.full((1, ih, iw, c), v, np.int8)] for v in (127, -128)]
+    result = verify_planned(sched, target=tgt, inputs=inputs)
+    assert result.bit_exact, f"{name} {case}: {result.mismatches} mismatches, first {result.first_mismatch}"

@@ -254,3 +254,38 @@ def madd_dw_pairs(values: np.ndarray, channels: int) -> np.ndarray:
 
 RELAYOUTS.update({"madd_2x8": ("int8_t", madd_2x8), "dpbusd_4x8": ("int8_t", dpbusd_4x8),
                   "madd_dw_pairs": ("int16_t", madd_dw_pairs)})
+
+
+def x86_dw_rows(values: np.ndarray, channels: int, kw: int) -> np.ndarray:
+    """Depthwise weights ([kh, kw, channels], multiplier 1; channels a multiple of 8) for the AVX2 kernel over rows of
+    int16 tap pairs (templates/avx2/_dot.c.j2 `depthwise`): per block of 8 channels, per kernel row ky and per pair
+    of horizontally adjacent taps kx = 2q, 2q + 1 (the tap after the last of an odd row is 0), the 8 int16 pairs
+    (w[ky][2q][c], w[ky][2q + 1][c]) of the block's channels c: 16 int16 per (block, ky, q), in that order."""
+    w = np.asarray(values, np.int64).reshape(-1, kw, channels)  # ky, kx, channel
+    w = np.pad(w, ((0, 0), (0, kw % 2), (0, 0)))
+    kh, pairs = w.shape[0], w.shape[1] // 2
+    b = w.reshape(kh, pairs, 2, channels // 8, 8)  # ky, q, tap of the pair, block, channel
+    return b.transpose(3, 0, 1, 4, 2).reshape(-1).astype(np.int16)
+
+
+def x86_dw_params(values: np.ndarray, channels: int, bias: np.ndarray, izp: int, multipliers: list[int],
+                  shifts: list[int]) -> np.ndarray:
+    """The per-channel constants of the same kernel, 40 int32 per block of 8 channels (channels a multiple of 8):
+    the accumulators' start bias[c] (or bias[0]) - izp * the sum of channel c's weights over the taps (modulo 2^32,
+    like the kernel's int32 lanes: the exact accumulator fits int32), the multipliers m, then mo (lane 2i: the
+    multiplier of lane 2i + 1, where VPMULDQ reads the odd lanes' multipliers; the odd lanes 0), then when every
+    shift is at least 33 (qc_scale32x8_s33r) s - 32 and 2^(s - 33), else (qc_scale32x8) s and 0. Per-tensor scales
+    apply to every channel."""
+    w = np.asarray(values, np.int64).reshape(-1, channels)
+    start = np.broadcast_to(np.asarray(bias, np.int64).reshape(-1), (channels,)) - izp * w.sum(axis=0)
+    m = np.broadcast_to(np.asarray(multipliers, np.int64), (channels,))
+    s = np.broadcast_to(np.asarray(shifts, np.int64), (channels,))
+    mo = np.zeros(channels, np.int64)
+    mo[0::2] = m[1::2]
+    wide = bool(s.min() >= 33)
+    cols = [start, m, mo, s - 32 if wide else s, (1 << np.maximum(s - 33, 0)) if wide else np.zeros(channels, np.int64)]
+    words = np.stack([c.reshape(-1, 8) for c in cols], axis=1)  # block, column, lane
+    return (words.reshape(-1) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+
+
+RELAYOUTS.update({"x86_dw_rows": ("int16_t", x86_dw_rows), "x86_dw_params": ("int32_t", x86_dw_params)})
