@@ -28,8 +28,8 @@ from qcodegen import primitives  # noqa: E402
 from qcodegen.codegen import generate, load_target  # noqa: E402
 from qcodegen.compiler import plan  # noqa: E402
 from qcodegen.frontends import load_model  # noqa: E402
+from qcodegen.ir.schedule import Schedule, Step  # noqa: E402
 from qcodegen.plan.fuse import execution_order  # noqa: E402
-from qcodegen.plan.schedule import Schedule, Step  # noqa: E402
 from qcodegen.verify import random_inputs  # noqa: E402
 from qcodegen.verify.runners import _counter, binutil, call_window, get_runner, insncount_plugin, write_raw  # noqa: E402
 

@@ -58,7 +58,7 @@ from qcodegen.codegen.render import GeneratedModel  # noqa: E402
 from qcodegen.codegen.targets import Target  # noqa: E402
 from qcodegen.compiler import plan  # noqa: E402
 from qcodegen.frontends import load_model  # noqa: E402
-from qcodegen.plan.schedule import Schedule  # noqa: E402
+from qcodegen.ir.schedule import Schedule  # noqa: E402
 from qcodegen.report import inspect_dict  # noqa: E402
 from qcodegen.verify import get_runner, random_inputs  # noqa: E402
 from qcodegen.verify.runners import HarnessRunner, code_size, unavailable, write_raw  # noqa: E402

@@ -16,7 +16,7 @@ from .codegen.render import c_identifier
 from .compiler import HYBRID_MODES, plan
 from .errors import QcError
 from .frontends import load_model
-from .plan.schedule import Schedule
+from .ir.schedule import Schedule
 from .reference.executor import check_inputs
 from .report import inspect_dict, inspect_text
 from .verify import get_runner, verify_schedule

@@ -5,11 +5,11 @@ from __future__ import annotations
 from . import primitives
 from .errors import GraphError, QcError
 from .ir.graph import Graph
+from .ir.schedule import Schedule
 from .lower import lower_graph
 from .plan.memory import plan_memory
 from .plan.passes import run_passes
 from .plan.ranges import analyse_ranges
-from .plan.schedule import Schedule
 from .primitives.hybrid_conv2d import MODES as HYBRID_MODES
 
 

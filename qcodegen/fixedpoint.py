@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ class Unpredictable(PlanError):
     """A TOSA REQUIRE condition failed: the result would be unpredictable."""
 
 
-def quantize_multiplier(scale: float, bits: int = 32) -> tuple[int, int]:
+def scale_to_multiplier_shift(scale: float, bits: int = 32) -> tuple[int, int]:
     """Real scale -> (multiplier, shift) with multiplier * 2**-shift ~= scale (MLIR semantics, §1.6).
 
     The mantissa is rounded half away from zero (C's std::round), not with Python's round().
@@ -108,6 +109,14 @@ def apply_scale_16(value, multiplier, shift) -> np.ndarray:
     if np.any((result < -(1 << 31)) | (result > (1 << 31) - 1)):
         raise Unpredictable("RESCALE apply_scale_16 result does not fit int32 (TOSA REQUIRE)")
     return result
+
+
+def round_half_away(x: Any) -> Any:
+    """Round half away from zero (C's std::round, TfLiteRound), exactly: a Python int for a scalar, an int64
+    array for an array. |x| + 0.5 is exact in float64 below 2^52; doubles at or above 2^52 are integers."""
+    a = np.asarray(x, np.float64)
+    r = np.where(np.abs(a) < 2.0 ** 52, np.copysign(np.floor(np.abs(a) + 0.5), a), a)
+    return int(r) if r.ndim == 0 else r.astype(np.int64)
 
 
 def round_half_away_div(acc: np.ndarray, count: np.ndarray) -> np.ndarray:

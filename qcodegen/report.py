@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import primitives
-from .plan.schedule import CONST, TEMP, Schedule
+from .ir.schedule import CONST, TEMP, Schedule
 
 
 def _short(values: Any) -> Any:

@@ -14,9 +14,9 @@ from .codegen import Target, generate, load_target
 from .compiler import check_schedule
 from .ir.dtypes import dtype
 from .ir.quant import QuantType
+from .ir.schedule import CONST, INPUT, OUTPUT, Buffer, Schedule, Step
 from .plan.memory import plan_memory
 from .plan.ranges import analyse_ranges
-from .plan.schedule import CONST, INPUT, OUTPUT, Buffer, Schedule, Step
 from .verify import VerifyResult, get_runner, verify_schedule
 
 

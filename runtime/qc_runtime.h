@@ -84,7 +84,7 @@ QC_INLINE int64_t qc_round_half_away_f32(float v) {
   return t + (frac >= 0.5f) - (frac <= -0.5f);
 }
 
-/* gemmlowp fixed point as TFLite Micro uses it (numpy twin: qcodegen/tflm_fixedpoint.py). Q0 = Q0.31. */
+/* gemmlowp fixed point as TFLite Micro uses it (numpy twin: qcodegen/semantics/tflm_fixedpoint.py). Q0 = Q0.31. */
 
 /* Two's complement wrap of an int64 to int32, without implementation-defined conversions. */
 QC_INLINE int32_t qc_wrap32(int64_t v) {

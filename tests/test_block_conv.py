@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qcodegen.errors import GraphError, PlanError, UnsupportedError
-from qcodegen.fixedpoint import quantize_multiplier
-from qcodegen.lower.stablehlo_blockwise import ratios
-from qcodegen.plan.schedule import Schedule
+from qcodegen.fixedpoint import scale_to_multiplier_shift
+from qcodegen.ir.schedule import Schedule
+from qcodegen.lower.stablehlo.blockwise import ratios
 from qcodegen.reference import run_reference
 from qcodegen.testing import Const, Var, assert_bit_exact, prepare, step_schedule
 
@@ -21,7 +21,7 @@ def _schedule(x_shape: tuple[int, ...], w: np.ndarray, ratio: np.ndarray, scales
               w_type: str = "i8", pad: tuple[int, ...] = (0, 0, 0, 0), stride: tuple[int, int] = (1, 1),
               dilation: tuple[int, int] = (1, 1), izp: int = 0, wzp: int = 0, ozp: int = 0,
               rounding: str = "half_even", x_range: tuple[int, int] | None = None) -> Schedule:
-    pairs = [quantize_multiplier(s) for s in scales]
+    pairs = [scale_to_multiplier_shift(s) for s in scales]
     n, ih, iw, _ = x_shape
     o, kh, kw, _ = w.shape
     oh = (ih + pad[0] + pad[1] - (kh - 1) * dilation[0] - 1) // stride[0] + 1

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from qcodegen.codegen import generate, load_target
 from qcodegen.errors import GraphError
 from qcodegen.ir.dtypes import dtype
-from qcodegen.plan.schedule import INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
+from qcodegen.ir.schedule import INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
 from qcodegen.reference import run_reference
 from qcodegen.testing import Var, assert_bit_exact, prepare, step_schedule
 

@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 
 from qcodegen.errors import GraphError, PlanError
-from qcodegen.fixedpoint import Rounding, Unpredictable, apply_scale_16, apply_scale_32, quantize_multiplier
+from qcodegen.fixedpoint import Rounding, Unpredictable, apply_scale_16, apply_scale_32, scale_to_multiplier_shift
 from qcodegen.testing import Var, prepare, step_schedule
 
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 M_MAX = (1 << 31) - 1
 
 
-# ---- §1.6 quantize_multiplier: mant, e = frexp(scale); q = std::round(mant * 2^31); fix-up q == 2^31;
+# ---- §1.6 scale_to_multiplier_shift: mant, e = frexp(scale); q = std::round(mant * 2^31); fix-up q == 2^31;
 #      shift = 31 - e; shift > 62 -> m >>= min(31, shift - 62), shift = 62; shift < 2 rejected.
 
 @pytest.mark.parametrize("scale, expected", [
@@ -32,22 +32,22 @@ M_MAX = (1 << 31) - 1
     (0.0, (0, 31)),  # frexp(0) = (0, 0)
 ])
 def test_quantize_multiplier_by_hand(scale, expected):
-    assert quantize_multiplier(scale) == expected
+    assert scale_to_multiplier_shift(scale) == expected
 
 
 def test_quantize_multiplier_rounds_half_away_like_std_round():
     # mant = 0.5 + 2^-32: mant * 2^31 = 2^30 + 0.5 exactly; std::round gives 2^30 + 1, Python's round() 2^30.
     scale = 0.5 + 2.0 ** -32
     assert (scale * 2 ** 31) == (1 << 30) + 0.5 and round(scale * 2 ** 31) == 1 << 30
-    assert quantize_multiplier(scale) == ((1 << 30) + 1, 31)
+    assert scale_to_multiplier_shift(scale) == ((1 << 30) + 1, 31)
     # the same tie above the binary point of an odd mantissa: both roundings agree (2^30 + 2)
-    assert quantize_multiplier(0.5 + 3 * 2.0 ** -32) == ((1 << 30) + 2, 31)
+    assert scale_to_multiplier_shift(0.5 + 3 * 2.0 ** -32) == ((1 << 30) + 2, 31)
 
 
 def test_quantize_multiplier_16_bit():
     # the 16-bit form uses 2^15 and 15 - e: scale 1.0 is (2^14, 14)
-    assert quantize_multiplier(1.0, bits=16) == (1 << 14, 14)
-    assert quantize_multiplier(0.75 * 2.0 ** -3, bits=16) == (3 << 13, 18)
+    assert scale_to_multiplier_shift(1.0, bits=16) == (1 << 14, 14)
+    assert scale_to_multiplier_shift(0.75 * 2.0 ** -3, bits=16) == (3 << 13, 18)
 
 
 @pytest.mark.parametrize("scale", [2.0 ** 29, 2.0 ** 29 * (1 - 2.0 ** -53), 1e12, -0.5, float("nan"),
@@ -55,7 +55,7 @@ def test_quantize_multiplier_16_bit():
 def test_quantize_multiplier_rejects(scale):
     # 2^29 (1 - 2^-53): the mantissa rounds up to 2^31, the fix-up makes e = 30 and the shift 1
     with pytest.raises(PlanError):
-        quantize_multiplier(scale)
+        scale_to_multiplier_shift(scale)
 
 
 # ---- §1.3 apply_scale_32 / apply_scale_16, §1.7 table, §5 edge cases

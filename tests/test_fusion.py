@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from qcodegen import primitives
 from qcodegen.codegen import generate, load_target
 from qcodegen.ir.dtypes import dtype
+from qcodegen.ir.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
 from qcodegen.plan.fuse import execution_order, fuse_conv_rescale, fuse_elementwise
-from qcodegen.plan.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
 from qcodegen.reference import run_reference
 from qcodegen.testing import assert_bit_exact, prepare, verify_planned
 from qcodegen.verify import verify_schedule

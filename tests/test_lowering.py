@@ -12,8 +12,8 @@ from qcodegen.errors import GraphError, UnsupportedError
 from qcodegen.frontends.builder import GraphBuilder, Random
 from qcodegen.frontends.json_graph import graph_from_dict
 from qcodegen.lower import lower_graph
-from qcodegen.lower.window import window
 from qcodegen.reference import run_reference
+from qcodegen.semantics.window import window
 from qcodegen.testing import prepare, verify_planned
 from qcodegen.verify.check import random_inputs
 

@@ -6,9 +6,9 @@ from hypothesis import strategies as st
 
 from qcodegen.compiler import check_schedule
 from qcodegen.ir.dtypes import dtype
+from qcodegen.ir.schedule import INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
 from qcodegen.plan.memory import ALIGN, plan_memory
 from qcodegen.plan.ranges import analyse_ranges
-from qcodegen.plan.schedule import INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
 from qcodegen.testing import assert_bit_exact
 
 

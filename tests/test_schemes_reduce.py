@@ -14,7 +14,7 @@ import pytest
 from qcodegen.compiler import plan
 from qcodegen.errors import PlanError, UnsupportedError
 from qcodegen.frontends import load_model
-from qcodegen.plan.schedule import Schedule
+from qcodegen.ir.schedule import Schedule
 from qcodegen.reference import run_reference
 from qcodegen.report import inspect_dict
 from qcodegen.testing import verify_planned

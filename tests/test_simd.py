@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from qcodegen.codegen import generate, list_targets, load_target
 from qcodegen.codegen.targets import Target
 from qcodegen.ir.dtypes import dtype
+from qcodegen.ir.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
 from qcodegen.plan.fuse import execution_order, fuse_conv_rescale, fuse_elementwise
-from qcodegen.plan.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
 from qcodegen.testing import Const, Var, prepare, step_schedule, verify_planned
 from qcodegen.verify.runners import unavailable
 

@@ -17,7 +17,7 @@ from qcodegen.frontends import load_model
 from qcodegen.frontends import stablehlo as shlo
 from qcodegen.frontends.mlir import ast
 from qcodegen.ir.quant import QuantType
-from qcodegen.lower import stablehlo_semantics as sem
+from qcodegen.semantics import stablehlo as sem
 from qcodegen.verify import golden
 
 SHARED = Path(os.environ.get("QC_SHARED_DIR", Path(__file__).resolve().parents[2] / "shared"))

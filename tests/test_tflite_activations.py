@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qcodegen import tflm_fixedpoint as fp
 from qcodegen.codegen.targets import Target
 from qcodegen.compiler import plan
 from qcodegen.errors import GraphError, PlanError, UnsupportedError
 from qcodegen.frontends.tflite import load_tflite
-from qcodegen.lower.tflite_activations import LUT16, SIGMOID_TABLE_ENV, int16_sigmoid_prescale, sigmoid_table_u16
+from qcodegen.lower.tflite.activations import LUT16, SIGMOID_TABLE_ENV, int16_sigmoid_prescale, sigmoid_table_u16
 from qcodegen.primitives.symmetric_lut import symmetric_lookup
+from qcodegen.semantics import tflm_fixedpoint as fp
 from qcodegen.testing import Const, Var, assert_bit_exact, prepare, step_schedule, tflm_vs_c
 from qcodegen.verify import tflm_oracle as tflm
 

@@ -1,5 +1,5 @@
 """Single-op TFLite models built here (tflite-micro's model_editor), compiled and checked bit for bit against
-TFLite Micro; plus the TFLite fixed-point helpers (qcodegen/lower/tflite_quant.py) against values derived by
+TFLite Micro; plus the TFLite fixed-point helpers (qcodegen/semantics/tflite.py) against values derived by
 hand from TFLite's definitions."""
 
 import zlib
@@ -15,16 +15,16 @@ from qcodegen.fixedpoint import Unpredictable
 from qcodegen.frontends import load_model
 from qcodegen.ir.dtypes import I8, I16
 from qcodegen.ir.quant import QuantType
-from qcodegen.lower.tflite_quant import (
+from qcodegen.semantics.tflite import (
     activation_range,
     mbqm,
     mbqm64,
-    quantize_multiplier,
+    quantize_multiplier_exponent,
     quantize_multiplier_smaller_than_one_exp,
     tosa_scale16,
     tosa_scale32,
 )
-from qcodegen.tflm_fixedpoint import multiply_by_quantized_multiplier
+from qcodegen.semantics.tflm_fixedpoint import multiply_by_quantized_multiplier
 from qcodegen.verify.tflm_oracle import OpSpec, TensorSpec, build_model, check_tflite, single_op_model
 
 pytest.importorskip("tflite_micro", reason="needs tflite-micro (pip install 'qcodegen[tflite]')")
@@ -306,17 +306,17 @@ def test_quantize_float_ties_round_away_from_zero(tmp_path):
 # ---- TFLite fixed-point parameters, by hand from quantization_util.cc / common.cc ----
 
 def test_quantize_multiplier_by_hand():
-    assert quantize_multiplier(1.0) == (1 << 30, 1)
-    assert quantize_multiplier(0.5) == (1 << 30, 0)
-    assert quantize_multiplier(0.0) == (0, 0)
-    assert quantize_multiplier(0.75) == (3 << 29, 0)
+    assert quantize_multiplier_exponent(1.0) == (1 << 30, 1)
+    assert quantize_multiplier_exponent(0.5) == (1 << 30, 0)
+    assert quantize_multiplier_exponent(0.0) == (0, 0)
+    assert quantize_multiplier_exponent(0.75) == (3 << 29, 0)
     # std::round ties away from zero: mantissa * 2^31 = 2^30 + 0.5 exactly
-    assert quantize_multiplier(0.5 + 2.0 ** -32) == ((1 << 30) + 1, 0)
+    assert quantize_multiplier_exponent(0.5 + 2.0 ** -32) == ((1 << 30) + 1, 0)
     # the mantissa rounds up to 2^31: halved, exponent + 1
-    assert quantize_multiplier(1.0 - 2.0 ** -40) == (1 << 30, 1)
+    assert quantize_multiplier_exponent(1.0 - 2.0 ** -40) == (1 << 30, 1)
     # exponents below -31 flush to (0, 0); -31 itself is kept
-    assert quantize_multiplier(2.0 ** -33) == (0, 0)
-    assert quantize_multiplier(2.0 ** -32) == (1 << 30, -31)
+    assert quantize_multiplier_exponent(2.0 ** -33) == (0, 0)
+    assert quantize_multiplier_exponent(2.0 ** -32) == (1 << 30, -31)
     assert quantize_multiplier_smaller_than_one_exp(0.25) == (1 << 30, -1)
     with pytest.raises(UnsupportedError, match="must be in"):
         quantize_multiplier_smaller_than_one_exp(1.0)

@@ -9,7 +9,7 @@ import pytest
 from qcodegen.compiler import plan
 from qcodegen.errors import GraphError, PlanError
 from qcodegen.frontends.tflite import load_tflite
-from qcodegen.lower.tflite_reduce import mean_multiplier
+from qcodegen.lower.tflite.reduce import mean_multiplier
 from qcodegen.testing import tflm_vs_c
 from qcodegen.verify import tflm_oracle as tflm
 

@@ -12,9 +12,9 @@ from qcodegen.codegen.targets import Target
 from qcodegen.compiler import plan
 from qcodegen.errors import GraphError, PlanError
 from qcodegen.frontends.tflite import load_tflite
-from qcodegen.lower.tflite_quant import quantize_multiplier
-from qcodegen.lower.tflite_softmax import exp_table, int16_luts, softmax_params
+from qcodegen.lower.tflite.softmax import exp_table, int16_luts, softmax_params
 from qcodegen.primitives.softmax import softmax_rows
+from qcodegen.semantics.tflite import quantize_multiplier_exponent
 from qcodegen.testing import Const, Var, assert_bit_exact, prepare, step_schedule, tflm_vs_c
 from qcodegen.verify import tflm_oracle as tflm
 
@@ -69,7 +69,7 @@ def test_softmax_c_matches_reference(out, rows, depth, scale, beta, lo, span):
 
 
 def softmax16_step(shape: tuple[int, ...], scale: float, lo: int | None = None, hi: int | None = None):
-    m, s = quantize_multiplier(scale / (10.0 / 65535.0))
+    m, s = quantize_multiplier_exponent(scale / (10.0 / 65535.0))
     exp_lut, recip_lut = int16_luts()
     return step_schedule("SOFTMAX", [Var(shape, "i16", lo, hi), Const(exp_lut, "i16"), Const(recip_lut, "i16")],
                          [(shape, "i16")], multiplier=m, shift=s)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from qcodegen import primitives
 from qcodegen.errors import QcError, UnsupportedError
 from qcodegen.ir.dtypes import dtype as get_dtype
-from qcodegen.plan.schedule import OUTPUT, TEMP, Buffer, Schedule, Step
+from qcodegen.ir.schedule import OUTPUT, TEMP, Buffer, Schedule, Step
 from qcodegen.testing import Const, Var, prepare, step_schedule
 from qcodegen.verify.tosa_export import run_tosa_reference, schedule_to_tosa, tosa_modules
 from qcodegen.verify.tosa_oracle import verify_against_tosa

@@ -2,7 +2,7 @@
 
 from qcodegen.codegen.targets import Target, load_target
 from qcodegen.ir.dtypes import dtype
-from qcodegen.plan.schedule import INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
+from qcodegen.ir.schedule import INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
 from qcodegen.testing import c_vs_reference
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from qcodegen.codegen import generate, load_target
 from qcodegen.ir.dtypes import dtype
+from qcodegen.ir.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
 from qcodegen.plan.fuse import fuse_conv_rescale
-from qcodegen.plan.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
 from qcodegen.testing import Const, Var, c_vs_reference, prepare, step_schedule, verify_planned
 from qcodegen.verify import runners
 

@@ -16,8 +16,8 @@ import numpy as np
 from .. import primitives
 from ..errors import QcError
 from ..ir.dtypes import DType
+from ..ir.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule
 from ..plan.fuse import execution_order
-from ..plan.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule
 from ..resources import data_path
 from .relayout import FAST_ONLY, RELAYOUTS, WEIGHT_LAYOUTS
 from .targets import Target

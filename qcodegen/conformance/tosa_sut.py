@@ -46,8 +46,8 @@ from ..fixedpoint import Unpredictable
 from ..frontends.tosa import load_tosa
 from ..ir.graph import Graph
 from ..ir.quant import QuantType
+from ..ir.schedule import Schedule
 from ..lower import lower_graph
-from ..plan.schedule import Schedule
 from ..reference import run_reference
 from ..verify import get_runner
 

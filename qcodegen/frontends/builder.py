@@ -27,7 +27,7 @@ from ..errors import GraphError
 from ..ir.dtypes import dtype
 from ..ir.graph import Graph, Tensor
 from ..ir.quant import QuantType
-from ..lower.window import window
+from ..semantics.window import window
 from .json_graph import graph_from_dict
 
 _INLINE_LIMIT = 256  # constants up to this many elements are written as JSON lists, larger ones as base64

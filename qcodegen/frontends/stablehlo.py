@@ -20,7 +20,7 @@ the program's data path -- the operand of a `uniform_quantize` (float -> quantiz
 weights (the rhs, possibly through data movement) or reduction init values and is not sub-channel quantized --
 becomes a model input, so the generated C really computes; its value is kept in `Program.feeds`. Every other op
 whose inputs are all constant is folded at plan time (numpy, with the reference interpreter's float32 arithmetic:
-qcodegen/lower/stablehlo_semantics.py): weights are quantized and transposed, index computations are evaluated,
+qcodegen/semantics/stablehlo.py): weights are quantized and transposed, index computations are evaluated,
 float computations on constants are done once. Integer constants that are not data (gather indices, reduction init
 values, pad values) stay constants.
 """
@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import GraphError, QcError, UnsupportedError
+from ..ir.dtypes import wrap_to
 from ..ir.graph import Graph, Op, Tensor
-from ..lower import stablehlo_semantics as sem
-from ..primitives.cast import wrap_to
+from ..semantics import stablehlo as sem
 from .mlir import ast, parse_file
 from .mlir.types import TensorType, UniformQuantType
 from .stablehlo_qdq import fold_qdq

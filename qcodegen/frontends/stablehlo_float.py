@@ -7,7 +7,7 @@ becomes dequantize -> quantize; a wide reduction's accumulator type (attrs["accu
 is the RFC's intended value. Hybrid ops (float lhs, quantized weights) dequantize the weights.
 
 `evaluate(graph, inputs)` runs such a float graph: quantize / dequantize with the interpreter's float32 formulas
-(qcodegen/lower/stablehlo_semantics.py), element-wise ops in float32 as the interpreter does, dot_general,
+(qcodegen/semantics/stablehlo.py), element-wise ops in float32 as the interpreter does, dot_general,
 convolution and add-reductions (reduce, reduce_window) summed in float64 and rounded once to float32 (the exact
 value of the float definition, correctly rounded), data movement exactly. Other ops raise UnsupportedError naming
 the op. `float_reference(graph, inputs)` = evaluate(decompose(graph), inputs): the oracle of
@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from ..ir.graph import Graph, Op, Tensor
-from ..lower import stablehlo_semantics as sem
+from ..semantics import stablehlo as sem
 from .stablehlo import _FOLDERS
 
 F32 = np.float32

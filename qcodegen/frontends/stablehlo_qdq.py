@@ -42,7 +42,7 @@ import numpy as np
 from ..errors import UnsupportedError
 from ..ir.graph import Graph, Op, Tensor
 from ..ir.quant import QuantType
-from ..lower import stablehlo_semantics as sem
+from ..semantics import stablehlo as sem
 
 QUANTIZE, DEQUANTIZE = "stablehlo.uniform_quantize", "stablehlo.uniform_dequantize"
 _QUANTIZES = (QUANTIZE, "quant.qcast")

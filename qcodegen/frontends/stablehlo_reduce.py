@@ -11,7 +11,7 @@ Both RFC forms become one graph op: a `stablehlo.reduce` / `stablehlo.reduce_win
   back, the widened operand and the wide result used only by this chain (`fuse_wide_reductions`, a Graph -> Graph
   rewrite run by the front end).
 
-The lowering (qcodegen/lower/stablehlo_movement.py) checks that the input conversion is exact, sums the operand
+The lowering (qcodegen/lower/stablehlo/movement.py) checks that the input conversion is exact, sums the operand
 minus its zero point in int32 (the range analysis bounds the accumulator, PlanError otherwise) and RESCALEs once.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import GraphError
 from ..ir.graph import Graph, Op
 from ..ir.quant import QuantType
-from ..lower.stablehlo_semantics import same_type
+from ..semantics.stablehlo import same_type
 from .mlir import ast
 from .stablehlo_verify import convert_type
 

@@ -226,7 +226,7 @@ class _Importer:
 
 # --- constant folding ---------------------------------------------------------------------------
 def _fold(graph: Graph, op: Op) -> np.ndarray | None:
-    from ..lower.tflite_quant import dequantize_values, quantize_values, requantize_values
+    from ..semantics.tflite import dequantize_values, quantize_values, requantize_values
 
     x, y = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     if op.kind in ("tfl.reshape", "tfl.squeeze", "tfl.expand_dims"):

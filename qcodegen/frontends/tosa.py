@@ -3,7 +3,7 @@
 Every operator becomes "tosa.<operator name in lower case>"; attribute fields become snake_case attributes (enums
 by name: rounding_mode "SINGLE_ROUND", nan_mode "PROPAGATE", mode "BILINEAR"; acc_type as a qcodegen dtype name
 "i32"/"i48"; CLAMP min_val/max_val as numbers). Zero points, multipliers, shifts and pad constants stay tensor
-operands, as in TOSA 1.0; the lowering rules (qcodegen/lower/tosa_ops.py) read them when they are constants.
+operands, as in TOSA 1.0; the lowering rules (qcodegen/lower/tosa/ops.py) read them when they are constants.
 
 Shape values (CONST_SHAPE, and the shape operators DIM, ADD_SHAPE, ... of the 1.1 drafts) are static here: they
 are evaluated while reading, and a shape operand becomes an attribute of the operator that takes it (PAD padding,

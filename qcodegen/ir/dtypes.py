@@ -85,3 +85,11 @@ def dtype(name: str | DType) -> DType:
         return DTYPES[name]
     except KeyError:
         raise GraphError(f"unknown dtype {name!r} (known: {', '.join(DTYPES)})") from None
+
+def wrap_to(values: np.ndarray, dt: DType) -> np.ndarray:
+    """The value of the low `dt.bits` bits of `values` (int64) read as `dt`."""
+    low = values & ((1 << dt.bits) - 1)
+    if not dt.signed:
+        return low
+    sign = 1 << (dt.bits - 1)
+    return (low ^ sign) - sign

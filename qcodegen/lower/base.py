@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import GraphError, UnsupportedError
-from ..fixedpoint import Rounding, quantize_multiplier
+from ..fixedpoint import Rounding, scale_to_multiplier_shift
 from ..ir.dtypes import DType, dtype
 from ..ir.graph import Graph, Op, Tensor
 from ..ir.quant import QuantType
-from ..plan.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
+from ..ir.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
 
 Rule = Callable[["Lowerer", Op], None]
 RULES: dict[str, Rule] = {}
@@ -124,7 +124,7 @@ class Lowerer:
         scale32=False (needed for i48 inputs) uses 16-bit multipliers and TOSA's only 16-bit rounding,
         SINGLE_ROUND, whatever the graph's rescale_rounding option says."""
         scales = np.atleast_1d(np.asarray(scale, np.float64))
-        pairs = [quantize_multiplier(float(s), bits=32 if scale32 else 16) for s in scales]
+        pairs = [scale_to_multiplier_shift(float(s), bits=32 if scale32 else 16) for s in scales]
         mode = (rounding or self.rounding) if scale32 else Rounding.SINGLE
         return self.emit("RESCALE", [src], [dst], multiplier=[m for m, _ in pairs], shift=[s for _, s in pairs],
                          input_zp=int(input_zp), output_zp=int(output_zp), scale32=scale32,

@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 
 import numpy as np
 
-from ..fixedpoint import quantize_multiplier
+from ..fixedpoint import round_half_away, scale_to_multiplier_shift
 from ..ir.graph import Tensor
 from ..ir.quant import QuantType
+from ..semantics.window import SourceWindow, window
 from .base import Lowerer
-from .window import Window, window
 
 ACTIVATIONS: dict[str, tuple[float | None, float | None]] = {
     "none": (None, None), "relu": (0.0, None), "relu6": (0.0, 6.0), "relu_n1_to_1": (-1.0, 1.0),
 }
 
-
-def round_half_away(x: float) -> int:
-    return int(math.copysign(math.floor(abs(x) + 0.5), x))
 
 
 def quantize_value(value: float, q: QuantType) -> int:
@@ -81,7 +77,7 @@ def rescale_output(lw: Lowerer, src: str, y: Tensor, scale: float | np.ndarray, 
     2^18 output steps away from zero in every channel, so they saturate the 8/16-bit output anyway: they are
     CLAMPed into the allowed range first, which changes no result."""
     scales = np.atleast_1d(np.asarray(scale, np.float64))
-    shift = min(quantize_multiplier(float(s))[1] for s in scales)
+    shift = min(scale_to_multiplier_shift(float(s))[1] for s in scales)
     limit = 1 << (shift - 1)
     if shift <= 31 and bound >= limit and np.all(limit * scales >= 1 << 18):
         buf = lw.schedule.buffers[src]
@@ -115,7 +111,7 @@ def align_rank(lw: Lowerer, name: str, rank: int) -> str:
     return reshape(lw, name, (1,) * (rank - len(shape)) + shape)
 
 
-def crop_input(lw: Lowerer, name: str, win: Window) -> str:
+def crop_input(lw: Lowerer, name: str, win: SourceWindow) -> str:
     """Drop the trailing rows/columns of an NHWC tensor that no window output reads (see window.py)."""
     if win.crop == (0, 0):
         return name
@@ -134,7 +130,7 @@ def broadcast_out_shape(lw: Lowerer, shapes: list[tuple[int, ...]]) -> tuple[int
         raise lw.error(f"input shapes {', '.join(str(list(s)) for s in shapes)} do not broadcast") from None
 
 
-def op_window(lw: Lowerer, x: Tensor, kernel: object, dilation: object = 1) -> Window:
+def op_window(lw: Lowerer, x: Tensor, kernel: object, dilation: object = 1) -> SourceWindow:
     """The window of an NHWC op from its `stride` and `padding` attributes."""
     try:
         return window(x.shape[1:3], kernel, lw.attr("stride", 1), dilation, lw.attr("padding", "VALID"))

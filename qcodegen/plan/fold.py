@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.schedule import CONST, TEMP, Buffer, Schedule, Step
 from .passes import schedule_pass
-from .schedule import CONST, TEMP, Buffer, Schedule, Step
 
 _CONVS = {"CONV2D": (1, 2, 3), "DEPTHWISE_CONV2D": (0, 1)}  # weight axes summed per output channel
 

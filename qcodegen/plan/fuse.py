@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from .. import primitives
 from ..errors import GraphError
+from ..ir.schedule import TEMP, Buffer, Schedule, Step
 from ..primitives.fused import fusable_rescale, fused_step, scalar_expr
 from .passes import schedule_pass
-from .schedule import TEMP, Buffer, Schedule, Step
 
 _CONVS = ("CONV2D", "DEPTHWISE_CONV2D")
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import primitives
+from ..ir.schedule import TEMP, Schedule
 from .fuse import execution_order
-from .schedule import TEMP, Schedule
 
 ALIGN = 16
 

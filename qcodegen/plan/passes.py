@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .schedule import Schedule
+from ..ir.schedule import Schedule
 
 Pass = Callable[[Schedule], None]
 PASSES: list[Pass] = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .. import primitives
 from ..errors import PlanError
-from .schedule import CONST, Schedule
+from ..ir.schedule import CONST, Schedule
 
 
 def analyse_ranges(schedule: Schedule) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.schedule import CONST, Buffer, Schedule
 from .passes import schedule_pass
-from .schedule import CONST, Buffer, Schedule
 
 
 @schedule_pass

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..plan.schedule import StepIO
+from ..ir.schedule import StepIO
 from .base import Ranges, register, require
 from .elementwise import I32_MAX, I32_MIN
 from .pointwise import Pointwise, unpredictable_unless

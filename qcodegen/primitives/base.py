@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import GraphError
-from ..plan.schedule import StepIO
+from ..ir.schedule import StepIO
 
 REGISTRY: dict[str, Primitive] = {}
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..plan.schedule import StepIO
+from ..ir.dtypes import wrap_to
+from ..ir.schedule import StepIO
 from .base import Ranges, register
-from .cast import wrap_to
 from .pointwise import Pointwise, unpredictable_unless
 
 

@@ -11,7 +11,7 @@ Per output pixel p and channel oc, in this order (all int32; value_ranges proves
     for b:  acc = sum over the taps (ky, kx, ic), ic in [b*BS, (b+1)*BS), of (x - input_zp) * (w[oc] - weight_zp)
             total = total + acc * ratio[b, oc]
     out[p, oc] = clamp(apply_scale_32(total, multiplier[oc], shift[oc]) + output_zp, out_min, out_max)
-The lowering (qcodegen/lower/stablehlo_blockwise.py) chooses the ratios: block b's unit s_x * s_w[b, oc] is
+The lowering (qcodegen/lower/stablehlo/blockwise.py) chooses the ratios: block b's unit s_x * s_w[b, oc] is
 ratio[b, oc] units of a common per-channel scale c[oc] (up to the ratio's rounding)."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import PlanError
 from ..ir.dtypes import dtype
-from ..plan.schedule import Buffer, Step, StepIO
+from ..ir.schedule import Buffer, Step, StepIO
 from .base import Primitive, Ranges, get, register, require
 from .fused import requantize_context
 from .geometry import Window, accumulator_bounds, operand_interval

@@ -10,20 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.dtypes import DType
-from ..plan.schedule import StepIO
+from ..ir.dtypes import DType, wrap_to
+from ..ir.schedule import StepIO
 from .base import Primitive, Ranges, register, require
 
 _TYPES = ("i8", "u8", "i16", "u16", "i32")
 
-
-def wrap_to(values: np.ndarray, dt: DType) -> np.ndarray:
-    """The value of the low `dt.bits` bits of `values` (int64) read as `dt`."""
-    low = values & ((1 << dt.bits) - 1)
-    if not dt.signed:
-        return low
-    sign = 1 << (dt.bits - 1)
-    return (low ^ sign) - sign
 
 
 def _widens(src: DType, dst: DType) -> bool:

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ..plan.schedule import StepIO
+from ..ir.schedule import StepIO
 from .base import Primitive, Ranges, register, require
 from .elementwise import c_literal
 

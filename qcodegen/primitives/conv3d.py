@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..plan.schedule import StepIO
+from ..ir.schedule import StepIO
 from .base import Primitive, Ranges, register, require
 from .conv2d import ConvBase
 from .geometry import _output_extent, accumulator_bounds, int_list, operand_interval

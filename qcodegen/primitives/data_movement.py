@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..plan.schedule import TEMP, StepIO
+from ..ir.schedule import TEMP, StepIO
 from .base import Primitive, Ranges, register, require
 from .elementwise import LoopNest, c_literal, contiguous_strides, loop_nest
 

@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import PlanError
 from ..fixedpoint import Unpredictable
 from ..ir.dtypes import DType
-from ..plan.schedule import StepIO
+from ..ir.schedule import StepIO
 from .base import Primitive, Ranges, broadcast_shape, register, require
 
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import GraphError
-from ..plan.schedule import Buffer, Step, StepIO
+from ..ir.schedule import Buffer, Step, StepIO
 from .base import Primitive, Ranges, get, register, require
 from .elementwise import _Binary
 from .pointwise import Pointwise

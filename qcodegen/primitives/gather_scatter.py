@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..plan.schedule import StepIO
+from ..ir.schedule import StepIO
 from .base import Primitive, Ranges, register, require
 from .pointwise import unpredictable_unless
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import PlanError
-from ..plan.schedule import CONST, Buffer, StepIO
+from ..ir.schedule import CONST, Buffer, StepIO
 from .base import require
 
 

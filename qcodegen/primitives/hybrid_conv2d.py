@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from ..plan.schedule import StepIO
+from ..fixedpoint import round_half_away
+from ..ir.schedule import StepIO
 from .base import Primitive, Ranges, register, require
 from .geometry import Window, accumulator_bounds, operand_interval
 
@@ -38,10 +39,6 @@ MODES = ("weight-only", "dynamic-range")
 PATCH_LIMIT = 4096  # elements of the per-pixel stack buffers (float window, int8 quantized window)
 Q_MAX = 127
 
-
-def round_half_away(v: np.ndarray) -> np.ndarray:
-    """float32 -> int64, rounding half away from zero (exact: |v| + 0.5 is exact in float64 for float32 v)."""
-    return (np.sign(v) * np.floor(np.abs(v).astype(np.float64) + 0.5)).astype(np.int64)
 
 
 def quantize_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import GraphError
-from ..plan.schedule import CONST, StepIO
+from ..ir.schedule import CONST, StepIO
 from .base import Primitive, Ranges, broadcast_shape, register, require
 from .elementwise import broadcast_nest
 from .reduce import axis_split

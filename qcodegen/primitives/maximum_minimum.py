@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..plan.schedule import StepIO
+from ..ir.schedule import StepIO
 from .base import Primitive, register, require
 from .elementwise import _Binary
 

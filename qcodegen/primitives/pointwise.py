@@ -16,7 +16,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..fixedpoint import Unpredictable
-from ..plan.schedule import StepIO
+from ..ir.schedule import StepIO
 from .base import Primitive, broadcast_shape, require
 from .elementwise import broadcast_nest
 

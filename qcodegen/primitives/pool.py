@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import PlanError
 from ..fixedpoint import Rounding, apply_scale_32
-from ..plan.schedule import StepIO
+from ..ir.schedule import StepIO
 from .base import Primitive, Ranges, register, require
 from .geometry import Window, int_list
 

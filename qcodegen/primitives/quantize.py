@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.dtypes import F32
-from ..plan.schedule import StepIO
+from ..ir.schedule import StepIO
 from .base import Primitive, Ranges, register, require
 from .elementwise import c_literal
 from .reduce import axis_split

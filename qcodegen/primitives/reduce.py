@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import PlanError
 from ..fixedpoint import Unpredictable
-from ..plan.schedule import StepIO
+from ..ir.schedule import StepIO
 from .base import Primitive, Ranges, register, require
 from .elementwise import I32_MAX, I32_MIN
 

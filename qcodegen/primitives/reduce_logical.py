@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..plan.schedule import StepIO
+from ..ir.schedule import StepIO
 from .base import Ranges, register
 from .reduce import _Reduce
 

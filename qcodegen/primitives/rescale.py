@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..fixedpoint import Rounding, Unpredictable, apply_scale_16, apply_scale_32
-from ..plan.schedule import StepIO
+from ..ir.schedule import StepIO
 from .base import Primitive, Ranges, register, require
 
 _IN_TYPES = {"i8", "u8", "i16", "u16", "i32", "i48"}

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..plan.schedule import StepIO
+from ..ir.schedule import StepIO
 from .base import Primitive, Ranges, register, require
 from .geometry import int_list
 

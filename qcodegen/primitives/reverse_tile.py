@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..plan.schedule import StepIO
+from ..ir.schedule import StepIO
 from .base import register, require
 from .data_movement import Copy, _copy, _Movement
 from .elementwise import contiguous_strides

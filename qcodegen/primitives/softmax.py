@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import tflm_fixedpoint as fp
 from ..errors import GraphError, PlanError
-from ..plan.schedule import CONST, Buffer, StepIO
+from ..ir.schedule import CONST, Buffer, StepIO
+from ..semantics import tflm_fixedpoint as fp
 from .base import Primitive, Ranges, register, require
 
 ACC_INTEGER_BITS = 12

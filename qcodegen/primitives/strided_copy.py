@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..plan.schedule import StepIO
+from ..ir.schedule import StepIO
 from .base import Primitive, Ranges, register, require
 from .data_movement import Copy
 from .elementwise import contiguous_strides, loop_nest

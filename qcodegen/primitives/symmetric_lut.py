@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import GraphError, PlanError
-from ..plan.schedule import CONST, StepIO
+from ..ir.schedule import CONST, StepIO
 from .base import Primitive, Ranges, register, require
 
 

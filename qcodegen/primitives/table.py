@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import GraphError
 from ..fixedpoint import Unpredictable
-from ..plan.schedule import CONST, StepIO
+from ..ir.schedule import CONST, StepIO
 from .base import Primitive, Ranges, register, require
 
 # input type -> (table entries, output type)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..plan.schedule import StepIO
+from ..ir.schedule import StepIO
 from .base import Primitive, Ranges, register, require
 from .conv2d import ConvBase, check_operand_types
 from .geometry import accumulator_bounds, int_list, operand_interval

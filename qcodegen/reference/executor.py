@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import primitives
 from ..errors import QcError
-from ..plan.schedule import CONST, Schedule
+from ..ir.schedule import CONST, Schedule
 
 
 def check_inputs(schedule: Schedule, inputs: list[np.ndarray]) -> list[np.ndarray]:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..codegen.render import GeneratedModel
-from ..plan.schedule import Schedule
+from ..ir.schedule import Schedule
 from ..reference import run_reference
 from .runners import HarnessRunner, HostRunner
 

@@ -24,7 +24,7 @@ from ..errors import QcError
 from ..frontends.stablehlo import convert, load_programs
 from ..frontends.stablehlo_float import float_reference
 from ..ir.graph import Graph
-from ..plan.schedule import Schedule
+from ..ir.schedule import Schedule
 from .check import random_inputs
 from .runners import HarnessRunner, HostRunner
 

@@ -39,7 +39,7 @@ from ..codegen.targets import Target
 from ..compiler import plan
 from ..errors import QcError
 from ..frontends import stablehlo as shlo
-from ..plan.schedule import Schedule, Step, StepIO
+from ..ir.schedule import Schedule, Step, StepIO
 from ..reference import run_reference
 from .build import compile_cached
 from .check import VerifyResult

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import primitives
-from ..plan.schedule import Schedule, StepIO
+from ..ir.schedule import Schedule, StepIO
 from ..primitives.hybrid_conv2d import HybridConv2D, quantize_rows
 from ..reference import run_reference
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..codegen.render import GeneratedModel
 from ..errors import QcError
-from ..plan.schedule import Schedule
+from ..ir.schedule import Schedule
 from .check import VerifyResult, random_inputs
 from .runners import HarnessRunner, HostRunner
 

@@ -43,7 +43,7 @@ from .. import primitives
 from ..errors import QcError, UnsupportedError
 from ..fixedpoint import Rounding
 from ..ir.dtypes import DType
-from ..plan.schedule import CONST, INPUT, Schedule, StepIO
+from ..ir.schedule import CONST, INPUT, Schedule, StepIO
 from ..primitives.rescale import type_range
 from ..reference.executor import check_inputs
 

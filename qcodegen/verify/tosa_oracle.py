@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..plan.schedule import Schedule
+from ..ir.schedule import Schedule
 from ..reference import run_reference
 from .check import VerifyResult, random_inputs
 from .tosa_export import export_graph, run_graph

@@ -18,19 +18,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UnsupportedError
-from ..ir.graph import Op, Tensor
-from .base import Lowerer, rule
-from .common import align_rank, broadcast_out_shape, expect_shape
-from .tflite_common import fused_bounds, operands, quantized, same_type
-from .tflite_quant import (
-    Pair,
-    emit_mbqm,
-    f32,
-    quantize_multiplier,
-    quantize_multiplier_smaller_than_one_exp,
-    round_half_away,
-)
+from ...errors import UnsupportedError
+from ...fixedpoint import round_half_away
+from ...ir.graph import Op, Tensor
+from ...semantics.tflite import Pair, f32, quantize_multiplier_exponent, quantize_multiplier_smaller_than_one_exp
+from ..base import Lowerer, rule
+from ..common import align_rank, broadcast_out_shape, expect_shape
+from .common import fused_bounds, operands, quantized, same_type
+from .quant import emit_mbqm
 
 
 def _binary(lw: Lowerer, op: Op) -> tuple[Tensor, Tensor, Tensor]:
@@ -89,7 +84,7 @@ def lower_add_sub(lw: Lowerer, op: Op) -> None:
 @rule("tfl.mul")
 def lower_mul(lw: Lowerer, op: Op) -> None:
     a, b, y = _binary(lw, op)
-    pair = quantize_multiplier(float(a.quant.scale) * float(b.quant.scale) / float(y.quant.scale))
+    pair = quantize_multiplier_exponent(float(a.quant.scale) * float(b.quant.scale) / float(y.quant.scale))
     if a.quant.zero_point == b.quant.zero_point == 0:
         terms, bound = [a.name, b.name], a.dtype.min * b.dtype.min
     else:  # 8-bit: remove the zero points exactly (scale 1.0 = (2^30, 30))
@@ -124,7 +119,7 @@ def lower_relu(lw: Lowerer, op: Op) -> None:
     qx, qy = quantized(lw, x), quantized(lw, y)
     same_type(lw, x, y)
     expect_shape(lw, y, x.shape)
-    pair = quantize_multiplier(float(qx.scale) / float(qy.scale))
+    pair = quantize_multiplier_exponent(float(qx.scale) / float(qy.scale))
     emit_mbqm(lw, x.name, y.name, [pair], input_zp=qx.zero_point, output_zp=qy.zero_point,
               bounds=(max(y.dtype.min, qy.zero_point), y.dtype.max))
 
@@ -151,7 +146,7 @@ def lower_quantize(lw: Lowerer, op: Op) -> None:
     qx = quantized(lw, x, ("i8", "i16", "i32"))
     if x.dtype.bits == 32 and qx.zero_point != 0:
         raise UnsupportedError(f"{lw.label}: int32 input with zero point {qx.zero_point} is not supported")
-    pair = quantize_multiplier(float(qx.scale) / float(qy.scale))
+    pair = quantize_multiplier_exponent(float(qx.scale) / float(qy.scale))
     bound = max(x.dtype.max - qx.zero_point, qx.zero_point - x.dtype.min)
     emit_mbqm(lw, x.name, y.name, [pair], input_zp=qx.zero_point, output_zp=qy.zero_point, value_bound=bound)
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import math
 
-from ..errors import UnsupportedError
-from ..ir.graph import Op, Tensor
-from .base import Lowerer, rule
-from .common import expect_shape, reshape
-from .tflite_common import const_ints, operands, quantized
-from .tflite_quant import emit_mbqm, quantize_multiplier
+from ...errors import UnsupportedError
+from ...ir.graph import Op, Tensor
+from ...semantics.tflite import quantize_multiplier_exponent
+from ..base import Lowerer, rule
+from ..common import expect_shape, reshape
+from .common import const_ints, operands, quantized
+from .quant import emit_mbqm
 
 _TYPES = ("i8", "i16", "i32")
 
@@ -193,8 +194,8 @@ def _concat_part(lw: Lowerer, t: Tensor, y: Tensor) -> str:
     if float(qt.scale) == float(qy.scale) and qt.zero_point == qy.zero_point:
         return t.name
     out = lw.temp(f"{t.name}_rq", t.shape, t.dtype)
-    emit_mbqm(lw, t.name, out, [quantize_multiplier(float(qt.scale) / float(qy.scale))], input_zp=qt.zero_point,
-              output_zp=qy.zero_point, value_bound=255)
+    emit_mbqm(lw, t.name, out, [quantize_multiplier_exponent(float(qt.scale) / float(qy.scale))],
+              input_zp=qt.zero_point, output_zp=qy.zero_point, value_bound=255)
     return out
 
 

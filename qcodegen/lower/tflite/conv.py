@@ -23,12 +23,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import UnsupportedError
-from ..ir.graph import Op, Tensor
-from .base import Lowerer, rule
-from .common import crop_input, reshape
-from .tflite_common import const_ints, fused_bounds, operands, quantized, rank4, same_type, tfl_window
-from .tflite_quant import Pair, emit_mbqm, quantize_multiplier
+from ...errors import UnsupportedError
+from ...ir.graph import Op, Tensor
+from ...semantics.tflite import Pair, quantize_multiplier_exponent
+from ..base import Lowerer, rule
+from ..common import crop_input, reshape
+from .common import const_ints, fused_bounds, operands, quantized, rank4, same_type, tfl_window
+from .quant import emit_mbqm
 
 _WEIGHT_TYPES = {"i8": ("i8", "i4"), "i16": ("i8",)}
 
@@ -72,7 +73,7 @@ def _weight_scales(lw: Lowerer, c: _Conv) -> np.ndarray:
 def _channel_pairs(lw: Lowerer, c: _Conv) -> list[Pair]:
     """QuantizeMultiplier((double)s_in * (double)s_w[c] / (double)s_out) per output channel."""
     s_in, s_out = c.x.quant.scale, c.y.quant.scale
-    return [quantize_multiplier(s_in * float(s) / s_out) for s in _weight_scales(lw, c)]
+    return [quantize_multiplier_exponent(s_in * float(s) / s_out) for s in _weight_scales(lw, c)]
 
 
 def _int32_accumulation(lw: Lowerer, c: _Conv) -> bool:

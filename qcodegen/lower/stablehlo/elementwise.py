@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UnsupportedError
-from ..ir.dtypes import DType, dtype
-from ..ir.graph import Op, Tensor
-from . import stablehlo_semantics as sem
-from .base import RULES, Lowerer, rule
-from .stablehlo_common import as_type, i32_type, is_const, lookup, operands, per_tensor, reshaped, table_inputs
+from ...errors import UnsupportedError
+from ...ir.dtypes import DType, dtype
+from ...ir.graph import Op, Tensor
+from ...semantics import stablehlo as sem
+from ..base import RULES, Lowerer, rule
+from .common import as_type, i32_type, is_const, lookup, operands, per_tensor, reshaped, table_inputs
 
 _TABLE_BINARY = ("divide", "remainder", "power", "atan2")
 

@@ -17,10 +17,10 @@ batch groups, 0 to 3 spatial dimensions):
 The integer accumulator is exact. (The interpreter computes the same exact sum for NHWC/NCHW layouts without lhs
 dilation; for other layouts it falls back to a float32 convolution, whose rounding the exact sum can differ from.)
 
-Hybrid ops (float lhs and result, quantized constant weights): stablehlo_hybrid.py.
+Hybrid ops (float lhs and result, quantized constant weights): hybrid.py.
 
 Sub-channel (blockwise) constant weights (no groups): one BLOCK_CONV2D, per-block partial sums weighted by integer
-ratios and requantized once (stablehlo_blockwise.py; a kernel depth is folded into the channels); dot_general with
+ratios and requantized once (blockwise.py; a kernel depth is folded into the channels); dot_general with
 such weights (no batching dimensions) is a 1x1 convolution (i8 or i4 weights; i8 weights with a 4-bit storage range
 are stored as packed i4).
 
@@ -35,13 +35,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import UnsupportedError
-from ..ir.graph import Op, Tensor
-from ..ir.quant import QuantType
-from .base import Lowerer, rule
-from .common import crop_input, expect_shape
-from .stablehlo_blockwise import block_conv, weight_zero_point
-from .stablehlo_common import (
+from ...errors import UnsupportedError
+from ...ir.graph import Op, Tensor
+from ...ir.quant import QuantType
+from ...semantics.window import SourceWindow, window
+from ..base import Lowerer, rule
+from ..common import crop_input, expect_shape
+from .blockwise import block_conv, weight_zero_point
+from .common import (
     copy,
     dilate,
     is_const,
@@ -54,8 +55,7 @@ from .stablehlo_common import (
     reshaped,
     strided,
 )
-from .stablehlo_hybrid import hybrid_convolution, hybrid_dot_general, is_hybrid
-from .window import Window, window
+from .hybrid import hybrid_convolution, hybrid_dot_general, is_hybrid
 
 _IDENTITY_RTOL = 2.0 ** -20  # result scale == s_lhs * s_rhs up to float32 precision: no rescale
 
@@ -85,7 +85,7 @@ class _Conv:
     def __init__(self, lw: Lowerer, izp: int, wzp: int, base: str) -> None:
         self.lw, self.izp, self.wzp, self.base = lw, izp, wzp, base
 
-    def window2d(self, x: str, w: str, axes: tuple[_Axis, _Axis]) -> tuple[str, Window]:
+    def window2d(self, x: str, w: str, axes: tuple[_Axis, _Axis]) -> tuple[str, SourceWindow]:
         """The TOSA window of x [N, H, W, C] and w [O, KH, KW, I], and x without the rows no output reads."""
         lw = self.lw
         h, wd = lw.schedule.buffers[x].shape[1:3]
@@ -118,7 +118,7 @@ class _Conv:
         lw.emit("CONCAT", parts, [out], axis=3)
         return out
 
-    def _emit(self, prim: str, x: str, w: str, win: Window, shape: tuple[int, ...]) -> str:
+    def _emit(self, prim: str, x: str, w: str, win: SourceWindow, shape: tuple[int, ...]) -> str:
         lw = self.lw
         bias = lw.const(f"{self.base}_bias", np.zeros(1, np.int64), "i32")
         acc = lw.temp(f"{self.base}_acc", shape, "i32")

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.dtypes import DType
-from ..ir.quant import QuantType
+from .dtypes import DType
+from .quant import QuantType
 
 INPUT, OUTPUT, CONST, TEMP = "input", "output", "const", "temp"
 

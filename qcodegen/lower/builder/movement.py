@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.graph import Op, Tensor
-from .base import Lowerer, rule
-from .common import check_dtypes, expect_shape, requantize, same_quant
+from ...ir.graph import Op, Tensor
+from ..base import Lowerer, rule
+from ..common import check_dtypes, expect_shape, requantize, same_quant
 
 _TYPES = ("i8", "i16", "i32")
 

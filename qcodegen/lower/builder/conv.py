@@ -16,10 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import UnsupportedError
-from ..ir.graph import Op, Tensor
-from .base import Lowerer, rule
-from .common import (
+from ...errors import UnsupportedError
+from ...ir.graph import Op, Tensor
+from ...semantics.window import SourceWindow, window
+from ..base import Lowerer, rule
+from ..common import (
     activation_bounds,
     check_const,
     check_dtypes,
@@ -31,7 +32,6 @@ from .common import (
     rescale_output,
     reshape,
 )
-from .window import Window, window
 
 _WEIGHT_TYPES = {"i8": ("i8", "i4"), "i16": ("i8",)}
 _BIAS_TYPES = ("i32", "i48", "i64")
@@ -50,7 +50,7 @@ class _Conv:
     w_axis: int  # axis of the source weights that indexes output channels
     bias: Tensor | None
     y: Tensor
-    win: Window
+    win: SourceWindow
     acc_shape: tuple[int, ...]  # primitive output shape (N, OH, OW, OC)
 
 

@@ -18,13 +18,13 @@ from functools import cache
 
 import numpy as np
 
-from .. import tflm_fixedpoint as fp
-from ..ir.graph import Op, Tensor
-from ..primitives.softmax import TABLE_SIZE
-from .base import Lowerer, rule
-from .tflite_activations import shared_const
-from .tflite_common import operands, quantized
-from .tflite_quant import Pair, f32, quantize_multiplier
+from ...ir.graph import Op, Tensor
+from ...primitives.softmax import TABLE_SIZE
+from ...semantics import tflm_fixedpoint as fp
+from ...semantics.tflite import Pair, f32, quantize_multiplier_exponent
+from ..base import Lowerer, rule
+from .activations import shared_const
+from .common import operands, quantized
 
 SCALED_DIFF_INTEGER_BITS = 5
 MAX_REAL_MULTIPLIER = float((1 << 31) - 1)
@@ -41,7 +41,7 @@ def softmax_params(beta: float, input_scale: float) -> tuple[Pair, int] | None:
                MAX_REAL_MULTIPLIER)
     if real <= 1.0:
         return None
-    pair = quantize_multiplier(real)
+    pair = quantize_multiplier_exponent(real)
     return pair, -fp.calculate_input_radius(SCALED_DIFF_INTEGER_BITS, pair[1])
 
 
@@ -77,7 +77,7 @@ def _check_output(lw: Lowerer, x: Tensor, y: Tensor) -> None:
 
 def _lower_int16(lw: Lowerer, x: Tensor, y: Tensor) -> None:
     q_in = quantized(lw, x)
-    m, s = quantize_multiplier(q_in.scale * float(f32(lw.attr("beta", 1.0))) / (10.0 / 65535.0))
+    m, s = quantize_multiplier_exponent(q_in.scale * float(f32(lw.attr("beta", 1.0))) / (10.0 / 65535.0))
     exp_lut, recip_lut = int16_luts()
     exp_name = shared_const(lw, "tflm_softmax_exp_lut", exp_lut, "i16")
     recip_name = shared_const(lw, "tflm_softmax_recip_lut", recip_lut, "i16")

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UnsupportedError
-from ..ir.graph import Op
-from .base import Lowerer, Rule, rule
+from ...errors import UnsupportedError
+from ...ir.graph import Op
+from ..base import Lowerer, Rule, rule
 
 
 @dataclass(frozen=True)

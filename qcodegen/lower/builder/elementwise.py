@@ -13,9 +13,17 @@ from __future__ import annotations
 
 import math
 
-from ..ir.graph import Op, Tensor
-from .base import Lowerer, rule
-from .common import activation_bounds, align_rank, broadcast_out_shape, check_dtypes, max_offset, rescale_output, to_i32
+from ...ir.graph import Op, Tensor
+from ..base import Lowerer, rule
+from ..common import (
+    activation_bounds,
+    align_rank,
+    broadcast_out_shape,
+    check_dtypes,
+    max_offset,
+    rescale_output,
+    to_i32,
+)
 
 
 def _binary_operands(lw: Lowerer, op: Op) -> tuple[Tensor, Tensor, Tensor]:

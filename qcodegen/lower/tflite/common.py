@@ -1,17 +1,17 @@
-"""Helpers shared by the TFLite lowering rules (qcodegen/lower/tflite_*.py): operand checks, constant
+"""Helpers shared by the TFLite lowering rules (qcodegen/lower/tflite/): operand checks, constant
 parameters, fused activations, TFLite's SAME/VALID windows."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UnsupportedError
-from ..ir.graph import Op, Tensor
-from ..ir.quant import QuantType
-from .base import Lowerer
-from .common import expect_shape
-from .tflite_quant import activation_range
-from .window import Window, window
+from ...errors import UnsupportedError
+from ...ir.graph import Op, Tensor
+from ...ir.quant import QuantType
+from ...semantics.tflite import activation_range
+from ...semantics.window import SourceWindow, window
+from ..base import Lowerer
+from ..common import expect_shape
 
 QUANT_TYPES = ("i8", "i16")
 
@@ -58,7 +58,7 @@ def const_ints(lw: Lowerer, t: Tensor, what: str) -> list[int]:
     return [int(v) for v in np.asarray(t.data).reshape(-1)]
 
 
-def tfl_window(lw: Lowerer, x: Tensor, kernel: tuple[int, int], dilation: tuple[int, int] = (1, 1)) -> Window:
+def tfl_window(lw: Lowerer, x: Tensor, kernel: tuple[int, int], dilation: tuple[int, int] = (1, 1)) -> SourceWindow:
     """The window of a TFLite NHWC op from stride_h/stride_w and padding SAME/VALID (ComputePaddingHeightWidth:
     SAME pads (total // 2) before, the rest after)."""
     padding = lw.attr("padding")
@@ -71,7 +71,7 @@ def tfl_window(lw: Lowerer, x: Tensor, kernel: tuple[int, int], dilation: tuple[
         raise lw.error(str(exc)) from None
 
 
-def window_output(lw: Lowerer, x: Tensor, y: Tensor, win: Window, channels: int) -> None:
+def window_output(lw: Lowerer, x: Tensor, y: Tensor, win: SourceWindow, channels: int) -> None:
     expect_shape(lw, y, (x.shape[0], *win.out, channels))
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 
-from ..ir.graph import Op
-from .base import Lowerer, rule
-from .common import ACTIVATIONS, check_dtypes, clamp_bounds, expect_shape, finish
+from ...ir.graph import Op
+from ..base import Lowerer, rule
+from ..common import ACTIVATIONS, check_dtypes, clamp_bounds, expect_shape, finish
 
 
 @rule("relu", "relu6", "clamp")

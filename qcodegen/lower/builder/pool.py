@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.graph import Op, Tensor
-from .base import Lowerer, rule
-from .common import (
+from ...ir.graph import Op, Tensor
+from ..base import Lowerer, rule
+from ..common import (
     activation_bounds,
     check_dtypes,
     crop_input,

@@ -1,7 +1,7 @@
 """TFLite Micro's LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU and PRELU, bit for bit (SEMANTICS §4).
 
 int8: the kernel's integer algorithm (below, written from TFLM's reference kernels with the gemmlowp building
-blocks of qcodegen.tflm_fixedpoint) runs at plan time over all 256 inputs and becomes a TABLE.
+blocks of qcodegen.semantics.tflm_fixedpoint) runs at plan time over all 256 inputs and becomes a TABLE.
 int16 (zero points 0):
 - LOGISTIC / TANH: TFLM rescales the input to its table scale ((x * m + round) >> shift: a single-round
   RESCALE, or a MUL when shift is 0) and interpolates its 256-entry sigmoid table on |y| (9 / 8 fraction bits,
@@ -23,14 +23,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import tflm_fixedpoint as fp
-from ..errors import UnsupportedError
-from ..ir.graph import Op, Tensor
-from ..ir.quant import QuantType
-from .base import Lowerer, rule
-from .common import align_rank
-from .tflite_common import operands, quantized, same_type
-from .tflite_quant import Pair, f32, quantize_multiplier, round_half_away, tosa_scale32
+from ...errors import UnsupportedError
+from ...fixedpoint import round_half_away
+from ...ir.graph import Op, Tensor
+from ...ir.quant import QuantType
+from ...semantics import tflm_fixedpoint as fp
+from ...semantics.tflite import Pair, f32, quantize_multiplier_exponent, tosa_scale32
+from ..base import Lowerer, rule
+from ..common import align_rank
+from .common import operands, quantized, same_type
 
 Kernel = Callable[[np.ndarray], np.ndarray]  # int64 input values -> int64 output values
 
@@ -42,7 +43,7 @@ def _radius_kernel(x: np.ndarray, zp: int, scale: float, body: Callable[[np.ndar
     """The int8 LOGISTIC/TANH frame: d = x - zp is rescaled to Q4.27 by (m, s) from frexp(scale * 2^27)
     (QuantizeMultiplier gives the same pair for any float32 scale: its mantissa has 24 bits, so no rounding
     and no 2^31 fix-up happens); |d| >= radius saturates."""
-    m, s = quantize_multiplier(scale * float(1 << 27))
+    m, s = quantize_multiplier_exponent(scale * float(1 << 27))
     radius = fp.calculate_input_radius(4, s, 31)
     d = x - zp
     core = np.clip(body(fp.multiply_by_quantized_multiplier(d, m, s)), -128, 127)
@@ -98,7 +99,7 @@ def hard_swish_params(q_in: QuantType, q_out: QuantType) -> tuple[Pair, Pair]:
     hires = f32(f32(1.0 / 128.0) * f32(q_in.scale))
     pairs = []
     for real in (hires / f32(q_out.scale), hires / f32(3.0 / 32768.0)):
-        m, e = quantize_multiplier(float(f32(real)))
+        m, e = quantize_multiplier_exponent(float(f32(real)))
         pairs.append((downscale_multiplier_16(m), e))
     return pairs[0], pairs[1]
 
@@ -133,7 +134,7 @@ def leaky_relu_pairs(q_in: QuantType, q_out: QuantType, alpha: float) -> tuple[P
     """(identity pair, |alpha| pair, alpha < 0): TFLM forms both ratios in float32."""
     alpha_real = float(f32(f32(f32(q_in.scale) * f32(alpha)) / f32(q_out.scale)))
     identity_real = float(f32(f32(q_in.scale) / f32(q_out.scale)))
-    return quantize_multiplier(identity_real), quantize_multiplier(abs(alpha_real)), alpha_real < 0
+    return quantize_multiplier_exponent(identity_real), quantize_multiplier_exponent(abs(alpha_real)), alpha_real < 0
 
 
 def leaky_relu_values(x: np.ndarray, q_in: QuantType, q_out: QuantType, alpha: float, dt_bits: int) -> np.ndarray:
@@ -147,8 +148,8 @@ def leaky_relu_values(x: np.ndarray, q_in: QuantType, q_out: QuantType, alpha: f
 
 def prelu_pairs(q_in: QuantType, q_alpha: QuantType, q_out: QuantType) -> tuple[Pair, Pair]:
     """CalculatePreluParams: in/out and in*alpha/out in double."""
-    return (quantize_multiplier(q_in.scale / q_out.scale),
-            quantize_multiplier(q_in.scale * q_alpha.scale / q_out.scale))
+    return (quantize_multiplier_exponent(q_in.scale / q_out.scale),
+            quantize_multiplier_exponent(q_in.scale * q_alpha.scale / q_out.scale))
 
 
 def prelu_values(x: np.ndarray, alpha: np.ndarray, q_in: QuantType, q_alpha: QuantType, q_out: QuantType,

@@ -20,27 +20,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import PlanError, UnsupportedError
-from ..ir.graph import Op, Tensor
-from ..ir.quant import QuantType
-from ..primitives.elementwise import contiguous_strides
-from ..primitives.gather_slices import GatherDims
-from . import stablehlo_semantics as sem
-from .base import Lowerer, rule
-from .common import expect_shape, to_i32
-from .stablehlo_common import (
-    as_type,
-    copy,
-    dilate,
-    lookup,
-    operands,
-    per_tensor,
-    permute,
-    requantize,
-    rescale_i32,
-    reshaped,
-)
-from .stablehlo_semantics import same_type
+from ...errors import PlanError, UnsupportedError
+from ...ir.graph import Op, Tensor
+from ...ir.quant import QuantType
+from ...primitives.elementwise import contiguous_strides
+from ...primitives.gather_slices import GatherDims
+from ...semantics import stablehlo as sem
+from ...semantics.stablehlo import same_type
+from ..base import Lowerer, rule
+from ..common import expect_shape, to_i32
+from .common import as_type, copy, dilate, lookup, operands, per_tensor, permute, requantize, rescale_i32, reshaped
 
 
 def _same_quant(lw: Lowerer, x: Tensor, y: Tensor, base: str) -> str:

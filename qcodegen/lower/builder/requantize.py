@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..ir.graph import Op
-from .base import Lowerer, rule
-from .common import requantize
+from ...ir.graph import Op
+from ..base import Lowerer, rule
+from ..common import requantize
 
 
 @rule("requantize")

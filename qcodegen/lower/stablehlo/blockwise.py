@@ -22,13 +22,13 @@ import math
 
 import numpy as np
 
-from ..errors import UnsupportedError
-from ..fixedpoint import Rounding, quantize_multiplier
-from ..ir.graph import Tensor
-from ..ir.quant import QuantType
-from .base import Lowerer
-from .stablehlo_common import is_const
-from .window import Window
+from ...errors import UnsupportedError
+from ...fixedpoint import Rounding, scale_to_multiplier_shift
+from ...ir.graph import Tensor
+from ...ir.quant import QuantType
+from ...semantics.window import SourceWindow
+from ..base import Lowerer
+from .common import is_const
 
 _RATIO_MAX = (1 << 15) - 1  # int16 ratios
 _SUM_MAX = (1 << 31) - 1  # int32 ratio-weighted sums
@@ -108,7 +108,7 @@ def _result_type(lw: Lowerer, y: Tensor, channels: int) -> tuple[np.ndarray, int
     return scales.astype(np.float64), int(zps[0])
 
 
-def block_conv(lw: Lowerer, x: str, w: str, w_scales: np.ndarray, win: Window, ql: QuantType, q_w: QuantType,
+def block_conv(lw: Lowerer, x: str, w: str, w_scales: np.ndarray, win: SourceWindow, ql: QuantType, q_w: QuantType,
                wzp: int, y: Tensor, base: str) -> str:
     """One BLOCK_CONV2D of x [N, H, W, I] (TOSA window `win`) with constant weights w [O, KH, KW, I] of
     per-element scales `w_scales`, requantized to y's type. Returns the [N, OH, OW, O] result buffer."""
@@ -126,7 +126,7 @@ def block_conv(lw: Lowerer, x: str, w: str, w_scales: np.ndarray, win: Window, q
     y_scales, y_zp = _result_type(lw, y, o)
     lw.schedule.notes.append(f"{base}: blockwise ratio rounding <= {float((err * common / y_scales).max()):.3g} "
                              "output LSB (ratio_error_lsb)")
-    pairs = [quantize_multiplier(float(c / s)) for c, s in zip(common, y_scales, strict=True)]
+    pairs = [scale_to_multiplier_shift(float(c / s)) for c, s in zip(common, y_scales, strict=True)]
     n = lw.schedule.buffers[x].shape[0]
     out = lw.temp(f"{base}_q", (n, *win.out, o), y.dtype)
     lw.emit("BLOCK_CONV2D", [x, narrowed(lw, w, q_w), lw.const(f"{base}_ratio", r, "i16")], [out],

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UnsupportedError
-from ..ir.graph import Op, Tensor
-from .base import Lowerer
-from .common import crop_input, expect_shape
-from .stablehlo_blockwise import narrowed
-from .stablehlo_common import is_const, operands, output_permutation, permute, place, reshaped
-from .window import window
+from ...errors import UnsupportedError
+from ...ir.graph import Op, Tensor
+from ...semantics.window import window
+from ..base import Lowerer
+from ..common import crop_input, expect_shape
+from .blockwise import narrowed
+from .common import is_const, operands, output_permutation, permute, place, reshaped
 
 
 def is_hybrid(lhs: Tensor, rhs: Tensor, y: Tensor) -> bool:

@@ -9,10 +9,10 @@ quantized casts move the stored integers unchanged."""
 
 from __future__ import annotations
 
-from ..errors import UnsupportedError
-from ..ir.graph import Op
-from .base import RULES, Lowerer, rule
-from .stablehlo_common import copy, operands, requantize
+from ...errors import UnsupportedError
+from ...ir.graph import Op
+from ..base import RULES, Lowerer, rule
+from .common import copy, operands, requantize
 
 
 @rule("stablehlo.uniform_quantize", "quant.qcast")

@@ -14,7 +14,7 @@ from typing import Any
 
 
 @dataclass(frozen=True)
-class Window:
+class SourceWindow:
     kernel: tuple[int, int]
     stride: tuple[int, int]
     dilation: tuple[int, int]
@@ -59,7 +59,7 @@ def _axis(size: int, k: int, stride: int, dil: int, lo: int, hi: int | None) -> 
 
 
 def window(in_hw: tuple[int, int], kernel: Any, stride: Any = 1, dilation: Any = 1,
-           padding: Any = "VALID") -> Window:
+           padding: Any = "VALID") -> SourceWindow:
     k, s, d = pair(kernel, "kernel"), pair(stride, "stride"), pair(dilation, "dilation")
     if padding in ("SAME", "same"):
         pads: tuple[int | None, ...] = (0, None, 0, None)
@@ -69,4 +69,4 @@ def window(in_hw: tuple[int, int], kernel: Any, stride: Any = 1, dilation: Any =
         pads = _explicit_pads(padding)
     t, b, oh, crop_h = _axis(in_hw[0], k[0], s[0], d[0], pads[0], pads[1])
     lft, r, ow, crop_w = _axis(in_hw[1], k[1], s[1], d[1], pads[2], pads[3])
-    return Window(k, s, d, (t, b, lft, r), (oh, ow), (crop_h, crop_w))
+    return SourceWindow(k, s, d, (t, b, lft, r), (oh, ow), (crop_h, crop_w))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir.graph import Op
-from ..ir.quant import QuantType
-from .base import Lowerer, rule
+from ...ir.graph import Op
+from ...ir.quant import QuantType
+from ..base import Lowerer, rule
 
 
 def _quant_attrs(lw: Lowerer, q: QuantType, name: str) -> dict[str, Any]:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UnsupportedError
-from ..ir.graph import Op, Tensor
-from .base import Lowerer, rule
-from .tflite_common import const_ints, operands, quantized, same_type
-from .tflite_quant import Pair, quantize_multiplier, tosa_scale32
+from ...errors import UnsupportedError
+from ...ir.graph import Op, Tensor
+from ...semantics.tflite import Pair, quantize_multiplier_exponent, tosa_scale32
+from ..base import Lowerer, rule
+from .common import const_ints, operands, quantized, same_type
 
 
 def resolve_axes(lw: Lowerer, axes: list[int], rank: int) -> list[int]:
@@ -76,7 +76,7 @@ def lower_mean_sum(lw: Lowerer, op: Op) -> None:
     x, y, axes, kept = _reduced(lw, op)
     q_in, q_out = quantized(lw, x), quantized(lw, y)
     count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-    pair = quantize_multiplier(q_in.scale / q_out.scale)
+    pair = quantize_multiplier_exponent(q_in.scale / q_out.scale)
     if op.kind == "tfl.mean":
         pair = mean_multiplier(pair, count)
     centred = lw.temp(f"{y.name}_x32", x.shape, "i32")

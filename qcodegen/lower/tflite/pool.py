@@ -7,10 +7,10 @@ minimum over the in-bounds taps (TOSA MAX_POOL2D). Both then clamp to the fused 
 
 from __future__ import annotations
 
-from ..ir.graph import Op
-from .base import Lowerer, rule
-from .common import crop_input
-from .tflite_common import fused_bounds, operands, quantized, rank4, same_type, tfl_window, window_output
+from ...ir.graph import Op
+from ..base import Lowerer, rule
+from ..common import crop_input
+from .common import fused_bounds, operands, quantized, rank4, same_type, tfl_window, window_output
 
 
 @rule("tfl.average_pool_2d", "tfl.max_pool_2d")

@@ -1,4 +1,4 @@
-"""Helpers shared by the StableHLO lowering rules (qcodegen/lower/stablehlo_*.py): operand checks, lookup tables
+"""Helpers shared by the StableHLO lowering rules (qcodegen/lower/stablehlo/): operand checks, lookup tables
 of the interpreter's float formulas, requantization, and data movement that folds on constants.
 
 Requantization (uniform_quantize quantized -> quantized, SEMANTICS §7): storage of at most 8 bits (any
@@ -15,16 +15,16 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UnsupportedError
-from ..fixedpoint import Rounding, quantize_multiplier
-from ..ir.dtypes import DType, dtype
-from ..ir.graph import Op, Tensor
-from ..ir.quant import QuantType
-from ..plan.schedule import CONST
-from ..primitives.strided_copy import flat_indices
-from . import stablehlo_semantics as sem
-from .base import Lowerer
-from .common import reshape
+from ...errors import UnsupportedError
+from ...fixedpoint import Rounding, scale_to_multiplier_shift
+from ...ir.dtypes import DType, dtype
+from ...ir.graph import Op, Tensor
+from ...ir.quant import QuantType
+from ...ir.schedule import CONST
+from ...primitives.strided_copy import flat_indices
+from ...semantics import stablehlo as sem
+from ..base import Lowerer
+from ..common import reshape
 
 
 def operands(lw: Lowerer, op: Op, n_in: int | tuple[int, ...], n_out: int = 1) -> tuple[list[Tensor], list[Tensor]]:
@@ -170,7 +170,7 @@ def _rescale(lw: Lowerer, src: str, dst: str, scale: float | np.ndarray, out_zp:
     larger values then lie far outside an output range narrower than i32 and are CLAMPed first, which changes no
     result."""
     scales = np.atleast_1d(np.asarray(scale, np.float64))
-    shift = min(quantize_multiplier(float(s))[1] for s in scales)
+    shift = min(scale_to_multiplier_shift(float(s))[1] for s in scales)
     if shift <= 31:
         limit = 1 << (shift - 1)
         if limit * float(scales.min()) <= max(abs(lo), abs(hi)) + 1:
