@@ -18,7 +18,7 @@ FC autoencoder) and per target (`--targets`; default: every target `qcodegen tar
   as shipped (XNNPACK picks its kernels for the host's best ISA at run time, AVX-512 VNNI / AMX on a recent Xeon)
   and limited to AVX2, the ISA of target x86-avx2 (a child process with bench/cpuid_mask.c preloaded, which hides
   AVX-512, AVX-VNNI and AMX from CPUID; x86-64 Linux with CPUID faulting only, else n/a). XNNPACK is not bit-exact
-  (DESIGN.md): it is a speed reference only; its largest difference from TFLM in LSB is reported for information.
+  (docs/semantics.md §5.6): a speed reference only; its largest difference from TFLM in LSB is shown for information.
 
 Time (measured 2026-11-22, 2-core Xeon shared with other jobs): a full run (5 models x 9 targets, --samples 3)
 takes about 3 minutes from an empty build cache (QC_CACHE_DIR=/tmp/empty: 174 s) and under 2 minutes when the

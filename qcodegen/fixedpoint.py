@@ -1,4 +1,4 @@
-"""Fixed-point arithmetic of TOSA 1.0 (SEMANTICS §1), vectorized in int64 numpy.
+"""Fixed-point arithmetic of TOSA 1.0 (docs/semantics.md §3), vectorized in int64 numpy.
 
 Everything here is exact integer arithmetic; the only float is the plan-time conversion of a real
 scale into a (multiplier, shift) pair, done in float64 exactly as MLIR's computeMultiplierAndShift.
@@ -20,7 +20,7 @@ class Rounding(StrEnum):
     INEXACT = "inexact_round"  # TOSA EXT-INEXACTROUND: only an error bound is specified; qcodegen computes
     # it exactly like SINGLE_ROUND (the reference model uses float32 here, which is within that bound)
     DOUBLE = "double_round"
-    HALF_EVEN = "half_even"  # qcodegen extension (SEMANTICS §7), only for float-defined sources
+    HALF_EVEN = "half_even"  # qcodegen extension (docs/semantics.md §3.4), only for float-defined sources
 
     @classmethod
     def parse(cls, value: str | Rounding) -> Rounding:
@@ -38,7 +38,7 @@ class Unpredictable(PlanError):
 
 
 def scale_to_multiplier_shift(scale: float, bits: int = 32) -> tuple[int, int]:
-    """Real scale -> (multiplier, shift) with multiplier * 2**-shift ~= scale (MLIR semantics, §1.6).
+    """Real scale -> (multiplier, shift) with multiplier * 2**-shift ~= scale (MLIR, docs/semantics.md §4.1).
 
     The mantissa is rounded half away from zero (C's std::round), not with Python's round().
     Raises PlanError when the scale needs a shift below 2 (scale >= 2**29 for 32-bit multipliers).

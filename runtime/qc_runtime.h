@@ -36,7 +36,7 @@ QC_INLINE int32_t qc_scale32_double_gt31(int32_t v, int32_t m, int s) {
   return (int32_t)qc_asr64((int64_t)v * m + round, s);
 }
 
-/* qcodegen extension: v * m / 2^s rounded half to even (float-defined sources, SEMANTICS §7). */
+/* qcodegen extension: v * m / 2^s rounded half to even (float-defined sources, docs/semantics.md §3.4). */
 QC_INLINE int32_t qc_scale32_half_even(int32_t v, int32_t m, int s) {
   int64_t p = (int64_t)v * m;
   int64_t q = qc_asr64(p, s);

@@ -56,7 +56,7 @@ def test_hand_computed_padding_reads_input_zero_point() -> None:
 
 
 def test_i32_output_and_extreme_values() -> None:
-    """SEMANTICS §5 edges: inputs at -128 / 127, weights at the i4 extremes, zero points at their extremes, the
+    """docs/semantics.md §11 edges: inputs at -128 / 127, weights at the i4 extremes, zero points at their extremes, the
     int32 sum at its proven bound: |x - 127| <= 255, w + 8 = 0 or 15 (16 of each per block of 32), ratios 32767 and
     2322: 255 * 240 * 35089 = 2,147,446,800 <= 2^31 - 1 (ratio 2323 would be refused), i32 output."""
     w = np.array([-8, 7] * 32).reshape(1, 1, 1, 64)

@@ -123,7 +123,7 @@ def test_conv_i8_bias_must_be_i32():
 
 @pytest.mark.parametrize("k, bias, overflows", [(33025, 0, False), (33026, 0, True), (33025, -40000, True)])
 def test_conv_i32_overflow_at_33026_taps(k, bias, overflows):
-    # SEMANTICS §5.10: 255 * 255 per term; 33025 terms still fit int32, 33026 do not, nor 33025 plus a bias
+    # docs/semantics.md §11.10: 255 * 255 per term; 33025 terms still fit int32, 33026 do not, nor 33025 plus a bias
     sched = conv_case((1, 1, 1, k), np.full((1, 1, 1, k), -128), [bias], (1, 1), input_zp=-128, weight_zp=127)
     if overflows:
         with pytest.raises(PlanError, match="CONV2D.*overflow"):

@@ -69,7 +69,7 @@ def test_error_if(attrs, message):
 
 
 def test_accumulator_overflow_is_a_plan_error():
-    k = 33026 // 2 + 1  # (-128 - 127)^2 * taps > 2^31 - 1 once taps >= 33026 (SEMANTICS 5.10)
+    k = 33026 // 2 + 1  # (-128 - 127)^2 * taps > 2^31 - 1 once taps >= 33026 (docs/semantics.md §11.10)
     sched = conv3d((1, 2, 1, 1, k), np.full((1, 2, 1, 1, k), -128), [0], (1, 1, 1, 1, 1), input_zp=127,
                    weight_zp=127)
     with pytest.raises(PlanError, match="could overflow"):

@@ -1,5 +1,5 @@
 """ADD, SUB, MUL, CLAMP, CAST: generated C == numpy reference; the reference == values derived by hand
-from the TOSA 1.0 text (SEMANTICS §2, §5); ERROR_IF conditions and overflow proofs."""
+from the TOSA 1.0 text (docs/semantics.md §6, §11); ERROR_IF conditions and overflow proofs."""
 
 import numpy as np
 import pytest
@@ -206,7 +206,7 @@ def cast(src, dst, shape=(5,)):
 
 
 @pytest.mark.parametrize("src,dst,x,want", [
-    ("i16", "i8", [300, -300, 127, 128, -129], [44, -44, 127, -128, 127]),  # narrowing wraps (§5.14)
+    ("i16", "i8", [300, -300, 127, 128, -129], [44, -44, 127, -128, 127]),  # narrowing wraps (docs/semantics.md §11.14)
     ("i32", "i16", [70000, -70000, 32768, I32_MIN, I32_MAX], [4464, -4464, -32768, 0, -1]),
     ("u16", "i16", [65535, 32768, 1, 0, 40000], [-1, -32768, 1, 0, -25536]),
     ("u8", "i8", [200, 255, 127, 128, 0], [-56, -1, 127, -128, 0]),

@@ -1,6 +1,6 @@
-"""qcodegen.fixedpoint against values derived by hand from SEMANTICS §1 (TOSA 1.0 scale helpers, MLIR's
-computeMultiplierAndShift), RESCALE's ERROR_IF list (§1.5), and a brute-force comparison of DOUBLE_ROUND with
-TFLite's MultiplyByQuantizedMultiplier rebuilt here from the gemmlowp formulas of §1.7."""
+"""qcodegen.fixedpoint against values derived by hand from docs/semantics.md §3, §4 (TOSA 1.0 scale helpers,
+MLIR's computeMultiplierAndShift), RESCALE's ERROR_IF list (docs/semantics.md §3.5), and a brute-force comparison
+of DOUBLE_ROUND with TFLite's MultiplyByQuantizedMultiplier rebuilt from gemmlowp formulas (docs/semantics.md §5)."""
 
 import numpy as np
 import pytest
@@ -13,7 +13,7 @@ I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 M_MAX = (1 << 31) - 1
 
 
-# ---- §1.6 scale_to_multiplier_shift: mant, e = frexp(scale); q = std::round(mant * 2^31); fix-up q == 2^31;
+# ---- docs/semantics.md §4.1: mant, e = frexp(scale); q = std::round(mant * 2^31); fix-up q == 2^31;
 #      shift = 31 - e; shift > 62 -> m >>= min(31, shift - 62), shift = 62; shift < 2 rejected.
 
 @pytest.mark.parametrize("scale, expected", [
@@ -58,14 +58,14 @@ def test_quantize_multiplier_rejects(scale):
         scale_to_multiplier_shift(scale)
 
 
-# ---- §1.3 apply_scale_32 / apply_scale_16, §1.7 table, §5 edge cases
+# ---- docs/semantics.md §3.3 apply_scale_32 / apply_scale_16, §5.3 table, §11 edge cases
 
 def scale32(values, m, s, rounding):
     return apply_scale_32(np.asarray(values, np.int64), m, s, Rounding(rounding)).tolist()
 
 
 def test_double_round_table():
-    # §1.7 (m = 2^30, shift 33, scale 1/8): 3 -> 0.375, -4 -> -0.5, -12 -> -1.5
+    # docs/semantics.md §5.3 (m = 2^30, shift 33, scale 1/8): 3 -> 0.375, -4 -> -0.5, -12 -> -1.5
     assert scale32([3, -4, -12], 1 << 30, 33, "single_round") == [0, 0, -1]
     assert scale32([3, -4, -12], 1 << 30, 33, "double_round") == [1, -1, -2]
 
@@ -136,7 +136,7 @@ def test_apply_scale_16():
         apply_scale_16(np.array([1 << 40]), 1 << 14, 14)  # identity scale: 2^40 does not fit int32
 
 
-# ---- §1.5 RESCALE ERROR_IF (graph errors) and the valid neighbours of each
+# ---- docs/semantics.md §3.5 RESCALE ERROR_IF (graph errors) and the valid neighbours of each
 
 def rescale(x="i8", y="i8", izp=0, ozp=0, shape=(2, 3), scale=((1 << 30,), (30,)), **attrs):
     sched = step_schedule("RESCALE", [Var(shape, x)], [(shape, y)], multiplier=list(scale[0]),
@@ -190,7 +190,7 @@ def test_rescale_scale_require_is_unpredictable(scale):
         rescale(scale=scale)
 
 
-# ---- §1.7: DOUBLE_ROUND == TFLite MultiplyByQuantizedMultiplier (gemmlowp SRDHM + RDBPOT)
+# ---- docs/semantics.md §5.2: DOUBLE_ROUND == TFLite MultiplyByQuantizedMultiplier (gemmlowp SRDHM + RDBPOT)
 
 def _trunc_div(n: int, d: int) -> int:
     q = abs(n) // d

@@ -171,7 +171,7 @@ def test_conv_family_c_matches_reference(p):
 
 
 def test_conv_edge_cases():
-    """izp = -128 with weights at the extremes, asymmetric pads + dilation + stride (SEMANTICS §5.7, §5.11),
+    """izp = -128 with weights at the extremes, asymmetric pads + dilation + stride (docs/semantics.md §11.7, §11.11),
     depthwise with M > 1, 4-bit weights, i16 activations with an i48 accumulator and 16-bit multipliers."""
     b = GraphBuilder("edges")
     x = b.input("x", (1, 7, 8, 3), "i8", scale=0.02, zero_point=-128)
@@ -233,7 +233,7 @@ def test_binary_c_matches_reference(p):
 
 
 def test_add_widely_different_scales():
-    """SEMANTICS §5.16: the smaller operand's multiplier underflows towards 0; still exact."""
+    """docs/semantics.md §11.16: the smaller operand's multiplier underflows towards 0; still exact."""
     p = dict(kind="add", dtype="i8", a=[4, 6], b=[6], s_a=1.0, s_b=1e-9, s_y=0.01, zps=(3, -5, 0),
              activation="none", rounding="single_round")
     schedule = verified(build_binary(p))
@@ -241,7 +241,7 @@ def test_add_widely_different_scales():
 
 
 def test_add_input_rescale_uses_exact_shift_for_the_larger_scale():
-    """The operand with the larger scale is scaled by exactly 2^19: multiplier 2^30, shift 11 (§3.2)."""
+    """The larger-scale operand is scaled by exactly 2^19: multiplier 2^30, shift 11 (docs/semantics.md §7.3)."""
     p = dict(kind="add", dtype="i8", a=[8], b=[8], s_a=0.5, s_b=0.25, s_y=0.5, zps=(0, 0, 0), activation="none",
              rounding="single_round")
     schedule = plan(build_binary(p).build())
@@ -307,7 +307,7 @@ def test_pool_and_mean_c_match_reference(p):
 
 
 def test_avg_pool_negative_ties_and_border_counts():
-    """SEMANTICS §5.12: even counts with negative ties round half away from zero; border windows average only
+    """docs/semantics.md §11.12: even counts with negative ties round half away from zero; border windows average only
     the in-bounds taps. Values chosen by hand: windows of 2 with sums -3 and 3."""
     b = GraphBuilder("avg")
     x = b.input("x", (1, 1, 4, 1), "i8", scale=0.1, zero_point=0)

@@ -35,7 +35,7 @@ def test_reciprocal_scale_by_hand():
 
 
 def test_negative_tie_rounds_away_from_zero():
-    # SEMANTICS §2: acc = -509, count = 2 -> -255 (half up would give -254)
+    # docs/semantics.md §6.3: acc = -509, count = 2 -> -255 (half up would give -254)
     x = np.array([-255, -254], np.int16).reshape(1, 1, 2, 1)
     sched = pool_case("AVG_POOL2D", (1, 1, 2, 1), (1, 1), (1, 2), dtype="i16")
     assert reference(sched, x).reshape(-1).tolist() == [-255]
@@ -43,7 +43,7 @@ def test_negative_tie_rounds_away_from_zero():
 
 
 def test_zero_point_tie_differs_from_raw_average():
-    # SEMANTICS §4: values {2, 3} with zp 10: (-8 - 7) / 2 = -7.5 -> -8, + 10 = 2 (TFLite's raw mean gives 3)
+    # docs/semantics.md §8.4: values {2, 3} with zp 10: (-8 - 7) / 2 = -7.5 -> -8, + 10 = 2 (TFLite's raw mean gives 3)
     x = np.array([2, 3], np.int8).reshape(1, 1, 2, 1)
     sched = pool_case("AVG_POOL2D", (1, 1, 2, 1), (1, 1), (1, 2), input_zp=10, output_zp=10)
     assert reference(sched, x).reshape(-1).tolist() == [2]

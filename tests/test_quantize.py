@@ -1,4 +1,4 @@
-"""QUANTIZE (f32 -> int) and DEQUANTIZE (int -> f32), SEMANTICS §7: generated C == numpy reference bit
+"""QUANTIZE (f32 -> int) and DEQUANTIZE (int -> f32), docs/semantics.md §12.2: generated C == numpy reference bit
 for bit (float outputs compared as uint32 patterns), hand-computed examples (ties to even, saturation,
 NaN -> qmin), the C rounding helper against np.rint on hard inputs, ERROR_IF conditions."""
 

@@ -1,5 +1,5 @@
 """REDUCE_SUM / REDUCE_MAX / REDUCE_MIN and ARGMAX: generated C == numpy reference, hand-computed
-examples (SEMANTICS §5.15: ARGMAX ties pick the first index, an all-minimum row gives 0), the int32
+examples (docs/semantics.md §11.15: ARGMAX ties pick the first index, an all-minimum row gives 0), the int32
 accumulator proof and ERROR_IF conditions."""
 
 import numpy as np

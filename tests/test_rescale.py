@@ -21,14 +21,14 @@ def rescale_case(x_dtype, out_dtype, mult, shift, izp=0, ozp=0, rounding="single
 
 
 def test_double_round_table_from_semantics():
-    # SEMANTICS §1.7 table: m = 2^30, shift 33
+    # docs/semantics.md §5.3 table: m = 2^30, shift 33
     x = np.array([3, -4, -12], np.int64)
     assert apply_scale_32(x, 1 << 30, 33, Rounding.SINGLE).tolist() == [0, 0, -1]
     assert apply_scale_32(x, 1 << 30, 33, Rounding.DOUBLE).tolist() == [1, -1, -2]
 
 
 def test_reference_example_from_semantics():
-    # SEMANTICS §6: RESCALE i32 -> i8, m = 2^30, shift 33, double round: [3, -3, -4, -12] -> [1, 0, -1, -2]
+    # docs/semantics.md §3.4: RESCALE i32 -> i8, m = 2^30, shift 33, double round: [3, -3, -4, -12] -> [1, 0, -1, -2]
     sched = prepare(rescale_case("i32", "i8", [1 << 30], [33], rounding="double_round", shape=(4,)))
     out = run_reference(sched, [np.array([3, -3, -4, -12], np.int32)])["out0"]
     assert out.tolist() == [1, 0, -1, -2]

@@ -204,7 +204,7 @@ def test_rejections(tmp_path: Path, body: str, error: type, message: str) -> Non
 
 
 def test_interpreter_formulas_by_hand() -> None:
-    """Worked examples of the interpreter's arithmetic (SEMANTICS §3.1, the spec's examples)."""
+    """Worked examples of the interpreter's arithmetic (docs/semantics.md §7.2, the spec's examples)."""
     axis = QuantType.per_axis("i8", [0.1, 0.5], [-30, -20], axis=0)
     assert sem.quantize(np.array([4.0, 15.0], np.float32), axis).tolist() == [10, 10]
     to = QuantType.per_axis("i8", [0.1, 0.2], [-20, -30], axis=0)

@@ -302,7 +302,7 @@ func.func @quant_dialect() {
 }
 """
 
-# The interpreter requantizes i32 -> i8 in float32 (x * f32(s_in / s_out), SEMANTICS §3.1): with s_out a hair above 2
+# The interpreter requantizes i32 -> i8 in float32 (x * f32(s_in / s_out), docs/semantics.md §7.2): with s_out a hair above 2
 # the float32 multiplier is exactly 0.5 and odd values land on a tie that rounds to even, while the exact value lies
 # just below it (qcodegen: RESCALE half to even, exact). Expected values are the interpreter's.
 TIE_FLIP = r"""

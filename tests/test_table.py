@@ -1,5 +1,5 @@
 """TABLE (i8 direct, i16 513-entry interpolated): generated C == numpy reference, hand-computed TOSA
-examples (SEMANTICS §5.13: x = -32768, x = 32767 using entry 512, negative fractions, maximal slope),
+examples (docs/semantics.md §11.13: x = -32768, x = 32767 using entry 512, negative fractions, maximal slope),
 the slope REQUIRE and ERROR_IF conditions."""
 
 import numpy as np

@@ -64,7 +64,7 @@ def test_fixed_point_blocks_by_hand():
     assert fp.srmbpot([(1 << 29) - 1, 1 << 29, -(1 << 29), -(1 << 29) - 1], 2).tolist() == [
         (1 << 31) - 4, (1 << 31) - 1, -(1 << 31), -(1 << 31)]
     assert fp.rounding_half_sum([3, -3, 4], [0, 0, 1]).tolist() == [2, -2, 3]
-    # MultiplyByQuantizedMultiplier double-rounds: SEMANTICS §1.7 table (m = 2^30, s = -2)
+    # MultiplyByQuantizedMultiplier double-rounds: docs/semantics.md §5.3 table (m = 2^30, s = -2)
     assert fp.multiply_by_quantized_multiplier([3, -4, -12], 1 << 30, -2).tolist() == [1, -1, -2]
     # CalculateInputRadius(4, 27) = floor(15 * 2^27 / 2^27); (5, 25) = floor(31 * 2^26 / 2^25)
     assert fp.calculate_input_radius(4, 27) == 15 and fp.calculate_input_radius(5, 25, 31) == 62

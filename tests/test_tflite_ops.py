@@ -332,7 +332,7 @@ def test_tosa_parameters_by_hand():
 
 
 def test_mbqm_by_hand():
-    # SEMANTICS §1.7: m = 2^30, TFLite exponent -2 (TOSA shift 33): x * 1/8 double-rounded
+    # docs/semantics.md §5.3: m = 2^30, TFLite exponent -2 (TOSA shift 33): x * 1/8 double-rounded
     assert mbqm(np.array([3, -4, -12, 4, -3]), (1 << 30, -2)).tolist() == [1, -1, -2, 1, 0]
     # exponent > 0: SRDHM(x * 2, 2^30) = x exactly
     assert mbqm(np.array([-5, 7]), (1 << 30, 1)).tolist() == [-5, 7]

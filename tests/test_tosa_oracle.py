@@ -107,7 +107,7 @@ def test_rescale(types, rounding, per_channel, shape, data):
 
 
 def test_rescale_unsigned_flags_on_signed_containers():
-    # i8 buffers flagged unsigned: the u8 bit pattern lives in an int8 container (SEMANTICS §5.7)
+    # i8 buffers flagged unsigned: the u8 bit pattern lives in an int8 container (docs/semantics.md §11.7)
     assert_tosa_exact(step_schedule("RESCALE", [Var((4, 5), "i8")], [((4, 5), "i8")], input_zp=128,
                                     output_zp=-3, input_unsigned=True, **UNITY))
     assert_tosa_exact(step_schedule("RESCALE", [Var((4, 5), "i8")], [((4, 5), "i8")], input_zp=-128,
@@ -358,7 +358,7 @@ def test_mismatch_is_located_at_the_first_differing_step(monkeypatch):
 
 
 def test_unpredictable_is_reported():
-    # value 2^31 - 1 with shift 31 breaks apply_scale_32's REQUIRE (SEMANTICS §1.3)
+    # value 2^31 - 1 with shift 31 breaks apply_scale_32's REQUIRE (docs/semantics.md §3.3)
     sched = step_schedule("RESCALE", [Var((1,), "i32")], [((1,), "i8")], input_zp=0, output_zp=0,
                           multiplier=[1 << 30], shift=[31])
     with pytest.raises(QcError, match="TOSA_UNPREDICTABLE"):

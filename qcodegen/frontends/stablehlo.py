@@ -14,7 +14,7 @@ Golden checks (`check.expect_eq_const`, `check.expect_almost_eq_const`, `check.e
 @check.expect_close`) are not ops of the graph: they are returned as `Check`s (qcodegen/verify/golden.py evaluates
 them).
 
-Constants (SEMANTICS §7). Test programs take no arguments: constants feed the computation. A constant that feeds
+Constants (docs/semantics.md §7.5): test programs take no arguments, constants feed them. A constant that feeds
 the program's data path -- the operand of a `uniform_quantize` (float -> quantized), `bitcast_convert` or
 `quant.scast` (storage -> quantized), or `quant.qcast` whose result is not only used as convolution / dot_general
 weights (the rhs, possibly through data movement) or reduction init values and is not sub-channel quantized --

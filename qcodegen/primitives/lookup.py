@@ -2,7 +2,7 @@
 
 Unlike TOSA's TABLE (256 entries for i8, an interpolated 513-entry table for i16), every input value has its own
 entry, so any function of the stored values is exact: StableHLO's float-defined quantized ops and requantizations
-are tabulated at plan time (SEMANTICS §7).
+are tabulated at plan time (docs/semantics.md §12.4).
 
 inputs: [x, table] or [a, b, table]; x, a, b of type i8, u8, i16 or u16; the table a constant of the output type
 (bool, i8, u8, i16, u16 or i32).

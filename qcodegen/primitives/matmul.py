@@ -1,5 +1,5 @@
 """MATMUL (TOSA 1.0 §MATMUL): out[n, h, w] = sum over c of (A[n, h, c] - a_zp) * (B[n, c, w] - b_zp).
-i8 -> i32, i16 -> i48; zero points only for i8 (the v1.0.1 ERROR_IF has an is_same typo, SEMANTICS §2)."""
+i8 -> i32, i16 -> i48; zero points only for i8 (the v1.0.1 ERROR_IF has an is_same typo, docs/semantics.md §6.2)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """QUANTIZE (f32 -> integer) and DEQUANTIZE (integer -> f32): qcodegen primitives with the semantics of
-SEMANTICS §7 (StableHLO uniform_quantize / uniform_dequantize, MLIR quant.qcast / quant.dcast).
+docs/semantics.md §12.2 (StableHLO uniform_quantize / uniform_dequantize, MLIR quant.qcast / quant.dcast).
 
 QUANTIZE:   v = x / scale (f32 division); v = v + f32(zero_point) (f32 addition); clamp to
             [f32(qmin), f32(qmax)] with NaN -> qmin; round half to even; convert (then clamp to

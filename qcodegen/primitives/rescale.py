@@ -1,4 +1,4 @@
-"""RESCALE (TOSA 1.0 §RESCALE) with an optional fused output clamp and a per-channel axis (SEMANTICS §7)."""
+"""RESCALE (TOSA 1.0 §RESCALE) with an optional fused output clamp and a per-channel axis (docs/semantics.md §3.6)."""
 
 from __future__ import annotations
 

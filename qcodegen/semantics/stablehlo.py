@@ -1,6 +1,6 @@
 """The StableHLO reference interpreter's arithmetic on quantized values, in numpy (used at plan time only).
 
-The interpreter runs quantized programs through `stablehlo-legalize-quant-to-math` (SEMANTICS §3.1): quantize,
+The interpreter runs quantized programs through `stablehlo-legalize-quant-to-math` (docs/semantics.md §7.2): quantize,
 dequantize, requantize and every op without an integer pattern (the "QDQ" fallback: dequantize the operands,
 run the float op, quantize the result) become float32 arithmetic, evaluated one IEEE binary32 operation at a
 time (APFloat, round to nearest even). Transcendental functions are evaluated in double and rounded to float32

@@ -1,5 +1,5 @@
 """TFLite's fixed-point arithmetic (tensorflow/lite/kernels/internal/quantization_util.cc, kernel_util.cc) and
-their TOSA RESCALE equivalents (SEMANTICS §1.6-1.7). The only place that computes TFLite multipliers.
+their TOSA RESCALE equivalents (docs/semantics.md §4.2, §5). The only place that computes TFLite multipliers.
 
 TFLite QuantizeMultiplier(real) -> (m, s): frexp, m = std::round(mantissa * 2^31) (half away from zero), the
 2^31 fix-up, and s < -31 flushed to (0, 0). MultiplyByQuantizedMultiplier(x, m, s) (double rounding, what

@@ -15,7 +15,7 @@ StableHLO reference interpreter evaluates it (stablehlo/tests/CheckOps.cpp, stab
 A failing check reports how many elements differ, the largest absolute error and its index, and the tie flips:
 elements whose value comes (through data movement and dequantization) from a RESCALE rounding half to even whose
 exact pre-rounding value lies within float32 rounding error of a tie -- where qcodegen's exact integer rounding and
-the interpreter's float32 evaluation may legitimately land on different sides (SEMANTICS §7).
+the interpreter's float32 evaluation may legitimately land on different sides (docs/semantics.md §12.4).
 Functions without quantized types are skipped (qcodegen compiles quantized programs).
 """
 

@@ -1,6 +1,6 @@
 """add, sub, mul on quantized tensors, numpy broadcasting, optional fused activation.
 
-add / sub follow StableHLO's TOSA legalisation (SEMANTICS §3.2): both operands are RESCALEd to i32 in units of
+add / sub follow StableHLO's TOSA legalisation (docs/semantics.md §7.3): both operands are RESCALEd to i32 in units of
 max2 / 2^L (max2 = 2 max(s_a, s_b); L = 20 for 8-bit data, 15 for 16-bit), added in i32 and RESCALEd back.
 No overflow: an operand becomes (q - zp) * s / max2 * 2^L with s / max2 <= 1/2, so |term| <= 255 * 2^19 (8-bit)
 or 32768 * 2^14 (16-bit, zp 0) and the sum stays below 2^30.

@@ -1,7 +1,7 @@
 """Helpers shared by the StableHLO lowering rules (qcodegen/lower/stablehlo/): operand checks, lookup tables
 of the interpreter's float formulas, requantization, and data movement that folds on constants.
 
-Requantization (uniform_quantize quantized -> quantized, SEMANTICS §7): storage of at most 8 bits (any
+Requantization (uniform_quantize quantized -> quantized, docs/semantics.md §12.4): storage of at most 8 bits (any
 granularity) or 16 bits (per tensor) goes through a full LOOKUP table of the interpreter's merged formula, exact by
 construction; wider storage through a RESCALE rounding half to even with a full-precision multiplier, which equals
 the float definition except where the float32 evaluation lands on the other side of a rounding boundary (within a

@@ -1,4 +1,4 @@
-"""StableHLO element-wise ops on quantized tensors (SEMANTICS §7).
+"""StableHLO element-wise ops on quantized tensors (docs/semantics.md §7.4).
 
 - Unary ops (abs, negate, sign, floor, ceil, round_*, sqrt, rsqrt, cbrt, exponential, exponential_minus_one, log,
   log_plus_one, sine, cosine, tan, tanh, logistic) on 8/16-bit storage: a full table of the interpreter's

@@ -2,7 +2,7 @@
 quant.qcast / quant.dcast / quant.scast.
 
 float -> quantized and quantized -> float are the model boundary: QUANTIZE / DEQUANTIZE (float C, the
-interpreter's f32 formulas, SEMANTICS §7; per tensor, per axis or sub-channel with per-block scales).
+interpreter's f32 formulas, docs/semantics.md §7.2; per tensor, per axis or sub-channel with per-block scales).
 quantized -> quantized is a requantization (stablehlo_common.requantize:
 a lookup table of the interpreter's formula for <= 16-bit storage, a RESCALE half to even for i32). Storage <->
 quantized casts move the stored integers unchanged."""

@@ -1,4 +1,4 @@
-"""TFLite Micro's LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU and PRELU, bit for bit (SEMANTICS §4).
+"""TFLite Micro's LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU and PRELU, bit for bit (docs/semantics.md §8.5).
 
 int8: the kernel's integer algorithm (below, written from TFLM's reference kernels with the gemmlowp building
 blocks of qcodegen.semantics.tflm_fixedpoint) runs at plan time over all 256 inputs and becomes a TABLE.

@@ -1,5 +1,5 @@
 """TFLite CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, TRANSPOSE_CONV -> CONV2D / DEPTHWISE_CONV2D /
-TRANSPOSE_CONV2D + RESCALE, bit-exact with TFLM's reference kernels (SEMANTICS §4).
+TRANSPOSE_CONV2D + RESCALE, bit-exact with TFLM's reference kernels (docs/semantics.md §8.1).
 
 acc = bias + sum (x - input_zp) * w in the kernel's accumulator, then MultiplyByQuantizedMultiplier per output
 channel (RESCALE DOUBLE_ROUND, TOSA shift 31 - s), + output zp, clamped to the fused activation range.

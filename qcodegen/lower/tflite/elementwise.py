@@ -1,7 +1,7 @@
 """TFLite element-wise ops, bit-exact with TFLM's reference kernels: ADD, SUB, MUL, MAXIMUM, MINIMUM, RELU,
 RELU6, QUANTIZE, DEQUANTIZE. Broadcasting follows numpy (operands are reshaped to the output rank).
 
-ADD / SUB (SEMANTICS §3.2, §4): every operand becomes (x - zp) * 2^L in i32 (L = 20 for int8, 15 for int16:
+ADD / SUB (docs/semantics.md §8.2): every operand becomes (x - zp) * 2^L in i32 (L = 20 for int8, 15 for int16:
 RESCALE(2^30, shift 10) is exact for 8-bit data; 16-bit data is CAST and multiplied by 2^15), then
 MultiplyByQuantizedMultiplierSmallerThanOneExp by its multiplier (RESCALE DOUBLE_ROUND), ADD/SUB in i32 and
 the output multiplier with the zero point and the fused activation; the real multipliers are formed in double
@@ -45,7 +45,7 @@ def _scaled_term(lw: Lowerer, t: Tensor, left_shift: int, pair: Pair, rank: int)
     if t.dtype.bits == 8:  # (x - zp) * 2^shift exactly: multiplier 2^30, TOSA shift 30 - shift
         lw.emit("RESCALE", [t.name], [term], multiplier=[1 << 30], shift=[30 - shift], input_zp=t.quant.zero_point,
                 output_zp=0, scale32=True, rounding="single_round", per_channel=False, axis=-1)
-    else:  # 16-bit (zero point 0): a RESCALE's value REQUIRE would fail, so CAST and MUL (SEMANTICS §7)
+    else:  # 16-bit (zero point 0): a RESCALE's value REQUIRE would fail, so CAST and MUL (docs/semantics.md §12.7)
         wide = lw.temp(f"{t.name}_i32", t.shape, "i32")
         lw.emit("CAST", [t.name], [wide])
         lw.emit("MUL", [wide, lw.const(f"{t.name}_pow2", np.full((1,) * len(t.shape), 1 << shift), "i32")], [term],

@@ -2,7 +2,7 @@
 
 TFLM requires the input and output quantization to agree (scales within 1e-6, equal zero points) and works on
 the stored integers: the average sums the raw values of the in-bounds taps and divides rounding half away from
-zero, which is TOSA AVG_POOL2D with input_zp = output_zp = 0 (SEMANTICS §4); the maximum starts from the type
+zero, which is TOSA AVG_POOL2D with input_zp = output_zp = 0 (docs/semantics.md §8.4); the maximum starts from the type
 minimum over the in-bounds taps (TOSA MAX_POOL2D). Both then clamp to the fused activation range."""
 
 from __future__ import annotations

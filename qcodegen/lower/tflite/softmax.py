@@ -1,4 +1,4 @@
-"""TFLite Micro's SOFTMAX, bit for bit (SEMANTICS §4): int8 input (reference_ops::Softmax, int8 or int16
+"""TFLite Micro's SOFTMAX, bit for bit (docs/semantics.md §8.6): int8 input (reference_ops::Softmax, int8 or int16
 output) and int16 input (reference_ops::SoftmaxInt16).
 
 int8, plan time: PreprocessSoftmaxScaling(beta, s_in, 5) -> (m, s) with the real multiplier
