@@ -58,7 +58,7 @@ def test_quantize_multiplier_rejects(scale):
         scale_to_multiplier_shift(scale)
 
 
-# ---- docs/semantics.md §3.3 apply_scale_32 / apply_scale_16, §5.3 table, §11 edge cases
+# ---- docs/semantics.md §3.3, §5.3, §11: apply_scale_32 / apply_scale_16, the double-rounding table, edge cases
 
 def scale32(values, m, s, rounding):
     return apply_scale_32(np.asarray(values, np.int64), m, s, Rounding(rounding)).tolist()
