@@ -48,7 +48,7 @@ def test_no_citation_of_documents_outside_the_repository(files: dict[str, str]) 
 
 def test_semantics_sections_are_numbered_in_order(files: dict[str, str]) -> None:
     expected, chapter, sub = [], 0, 0
-    for level, number in sections(files[SEMANTICS_DOC]):
+    for level, _ in sections(files[SEMANTICS_DOC]):
         if level == 2:
             chapter, sub = chapter + 1, 0
             expected.append((level, str(chapter)))
