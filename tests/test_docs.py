@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SEMANTICS_DOC = "docs/semantics.md"
+REFERENCE = "docs/semantics.md"
 
 HEADING = re.compile(r"^(#{2,3}) (\d+(?:\.\d+)?)\.? ", re.M)
 SECTION_SIGN = re.compile(r"§(\d+(?:\.\d+)*)")
@@ -48,31 +48,31 @@ def test_no_citation_of_documents_outside_the_repository(files: dict[str, str]) 
 
 def test_semantics_sections_are_numbered_in_order(files: dict[str, str]) -> None:
     expected, chapter, sub = [], 0, 0
-    for level, _ in sections(files[SEMANTICS_DOC]):
+    for level, _ in sections(files[REFERENCE]):
         if level == 2:
             chapter, sub = chapter + 1, 0
             expected.append((level, str(chapter)))
         else:
             sub += 1
             expected.append((level, f"{chapter}.{sub}"))
-    assert sections(files[SEMANTICS_DOC]) == expected and len(expected) > 20
+    assert sections(files[REFERENCE]) == expected and len(expected) > 20
 
 
 def test_citations_name_existing_sections(files: dict[str, str]) -> None:
     """Every `docs/semantics.md §N` names a heading of docs/semantics.md (its own `§N` references too); a
     numbered section sign elsewhere that is not such a citation is ambiguous and reported as well."""
-    existing = {number for _, number in sections(files[SEMANTICS_DOC])}
+    existing = {number for _, number in sections(files[REFERENCE])}
     bad = []
     for path, text in files.items():
         cited = [(m.start(1), m.group(1)) for m in CITATION.finditer(text)]
-        if path == SEMANTICS_DOC:
+        if path == REFERENCE:
             cited = [(0, text)]
         covered = [(start, start + len(group)) for start, group in cited]
         for start, group in cited:
-            bad += [f"{path}:{line_of(text, start + m.start())}: §{m.group(1)} is not a section of {SEMANTICS_DOC}"
+            bad += [f"{path}:{line_of(text, start + m.start())}: §{m.group(1)} is not a section of {REFERENCE}"
                     for m in SECTION_SIGN.finditer(group) if m.group(1) not in existing]
         bad += [f"{path}:{line_of(text, m.start())}: §{m.group(1)} does not say which document it cites "
-                f"(write `{SEMANTICS_DOC} §{m.group(1)}`)"
+                f"(write `{REFERENCE} §{m.group(1)}`)"
                 for m in SECTION_SIGN.finditer(text) if not any(a <= m.start() < b for a, b in covered)]
     assert not bad, "\n".join(bad)
 
