@@ -1,28 +1,25 @@
-"""qcodegen compile | run | verify | inspect | targets."""
+"""qcodegen compile | run | verify | inspect | targets: a thin layer over qcodegen.api."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from .codegen import generate, list_targets, load_target
+from . import __version__, api
 from .codegen.relayout import WEIGHT_LAYOUTS
-from .codegen.render import c_identifier
-from .compiler import HYBRID_MODES, plan
+from .compiler import HYBRID_MODES
 from .errors import QcError
-from .frontends import load_model
-from .ir.schedule import Schedule
-from .reference.executor import check_inputs
-from .report import inspect_dict, inspect_text
-from .verify import get_runner, verify_schedule
-from .verify.runners import cannot_count, unavailable
+from .progress import Progress
+from .report import inspect_text
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE = 0, 1, 2
+FORMATS = ".tflite (TFLite), .tosa (TOSA flatbuffer), .mlir (StableHLO or TOSA MLIR text), .json (qcodegen graph)"
+EXIT_CODES = ("exit codes: 0 success (verify: every check passed), 1 verify found a mismatch, 2 bad input or usage "
+              "(one line on stderr)")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -30,20 +27,14 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"qcodegen: error: {message}\n")
 
 
-def _schedule(path: str, args: argparse.Namespace) -> Schedule:
-    return plan(load_model(path), hybrid=args.hybrid)
-
-
 def _compile(args: argparse.Namespace) -> int:
-    target = load_target(args.target, args.weight_layout)
-    schedule = _schedule(args.model, args)
-    name = c_identifier(args.name or schedule.name)
-    outdir = Path(args.output or name)
-    model = generate(schedule, outdir, target, name=name, harness=args.harness)
-    (outdir / f"{name}_report.json").write_text(json.dumps(inspect_dict(schedule), indent=1) + "\n")
-    (outdir / f"{name}_report.txt").write_text(inspect_text(schedule) + "\n")
-    print(f"wrote {len(model.files)} files to {outdir}/ ({name}_run, arena {schedule.arena_size} B, "
-          f"lower bound {schedule.arena_lower_bound} B)")
+    result = api.compile(args.model, args.output, target=args.target, name=args.name, harness=args.harness,
+                         weight_layout=args.weight_layout, hybrid=args.hybrid, force=args.force)
+    rom = f", ROM {result.rom_bytes:,} B (code {result.code_bytes:,} + weights {result.weights_bytes:,})" \
+        if result.rom_bytes is not None else f", weights {result.weights_bytes:,} B"
+    print(f"wrote {len(result.files)} files to {result.outdir}/ ({result.name}_run for {result.target}, arena "
+          f"{result.arena_bytes:,} B, lower bound {result.arena_lower_bound_bytes:,} B{rom}); report: "
+          f"{result.outdir / (result.name + '_report.html')}")
     return EXIT_OK
 
 
@@ -52,116 +43,79 @@ def _load_npy(path: str) -> np.ndarray:
         return np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise QcError(f"{path}: no such file") from None
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, EOFError) as exc:
         raise QcError(f"{path}: not a .npy array ({exc})") from None
 
 
 def _run(args: argparse.Namespace) -> int:
-    target = load_target(args.target, args.weight_layout)
-    schedule = _schedule(args.model, args)
-    inputs = check_inputs(schedule, [_load_npy(p) for p in args.input])
-    if len(args.output) != len(schedule.outputs):
-        raise QcError(f"model has {len(schedule.outputs)} output(s); got {len(args.output)} -o file(s)")
-    with tempfile.TemporaryDirectory(prefix="qc-run-") as tmp:
-        model = generate(schedule, Path(tmp), target, harness=target.runner == "harness")
-        outputs, _ = get_runner(target).run(model, inputs)
+    inputs = [_load_npy(p) for p in args.input]
+    for path in args.output:
+        parent = Path(path).resolve().parent
+        if not parent.is_dir():
+            raise QcError(f"{path}: the folder {parent} does not exist")
+    outputs = api.run(args.model, inputs, target=args.target, weight_layout=args.weight_layout, hybrid=args.hybrid)
+    if len(args.output) != len(outputs):
+        raise QcError(f"model has {len(outputs)} output(s); got {len(args.output)} -o file(s)")
     for path, arr in zip(args.output, outputs, strict=True):
         np.save(path, arr)
     return EXIT_OK
 
 
-def _verify_golden(args: argparse.Namespace) -> int:
-    """The check ops of a StableHLO test program, evaluated on the C of each of its functions."""
-    from .verify.golden import verify_golden
-    result, functions = verify_golden(args.model, args.target)
-    if args.json:
-        print(json.dumps(result.as_json()))
-    else:
-        for f in functions:
-            print(f.describe())
-        counts = result.extra["summary"]
-        print(f"{counts['functions']} function(s): {counts['pass']} pass, {counts['fail']} fail, "
-              f"{counts['error']} error, {counts['skip']} skipped (not quantized)")
-    return EXIT_OK if result.bit_exact else EXIT_MISMATCH
-
-
 def _verify(args: argparse.Namespace) -> int:
-    if args.samples < 1:
-        raise QcError("--samples must be at least 1")
-    if args.against == "golden":
-        return _verify_golden(args)
-    target = load_target(args.target, args.weight_layout)
-    if args.against == "float":  # StableHLO only: checked before compiling
-        from .verify.float_accuracy import float_definition, verify_against_float
-        definition = float_definition(args.model, load_model(args.model))
-    schedule = _schedule(args.model, args)
-
-    def progress(done: int, total: int) -> None:
-        if not args.json and total >= 20 and done % max(1, total // 10) == 0:
-            print(f"  {done}/{total} samples", file=sys.stderr)
-
-    if args.against == "tosa-ref":
-        from .verify.tosa_oracle import verify_against_tosa
-        result = verify_against_tosa(schedule, samples=args.samples, seed=args.seed, progress=progress)
-        oracle = "the TOSA reference model (numpy reference of the schedule)"
-    else:
-        with tempfile.TemporaryDirectory(prefix="qc-verify-") as tmp:
-            model = generate(schedule, Path(tmp), target, harness=target.runner == "harness")
-            runner = get_runner(target, measure=True)
-            if args.against == "reference":
-                result = verify_schedule(schedule, model, runner, samples=args.samples, seed=args.seed,
-                                         progress=progress)
-                oracle = "the numpy reference"
-            elif args.against == "tflm":
-                if Path(args.model).suffix.lower() != ".tflite":
-                    raise QcError("--against tflm needs a .tflite model")
-                from .verify.tflm_oracle import verify_against_tflm
-                result = verify_against_tflm(args.model, schedule, model, runner, samples=args.samples,
-                                             seed=args.seed)
-                oracle = "TFLite Micro"
-            else:
-                result = verify_against_float(definition, schedule, model, runner, samples=args.samples,
-                                              seed=args.seed, tolerance_lsb=args.max_error_lsb, progress=progress)
-            result.extra.update(runner.measurements(model))
-    if args.against == "float":  # accuracy, never "bit-exact" (docs/schemes.md)
-        print(json.dumps(result.as_json()) if args.json else result.describe())
-        return EXIT_OK if result.passed else EXIT_MISMATCH
+    progress = Progress("samples", enabled=not args.json)
+    try:
+        result = api.verify(args.model, target=args.target, against=args.against, samples=args.samples,
+                            seed=args.seed, weight_layout=args.weight_layout, hybrid=args.hybrid,
+                            max_error_lsb=args.max_error_lsb, progress=progress.update)
+    finally:
+        progress.close()
     if args.json:
         print(json.dumps(result.as_json()))
+    elif hasattr(result, "describe"):  # --against float, golden: their own summary
+        print(result.describe())
     elif result.bit_exact:
-        print(f"bit-exact against {oracle}: {result.samples} samples, target {target.name}, 0 mismatches")
+        print(f"bit-exact against {api.ORACLES[args.against][0]}: {result.samples} samples, target "
+              f"{args.target}, 0 mismatches")
         if result.extra:
             print(", ".join(f"{k}: {v}" for k, v in result.extra.items()))
     else:
         fm = result.first_mismatch or {}
-        print(f"MISMATCH against {oracle}: {result.mismatches} differing elements over {result.samples} samples; "
-              f"first at step {fm.get('step')} ({fm.get('source', '')}) tensor {fm.get('tensor')!r} index "
-              f"{fm.get('index')}: expected {fm.get('expected')}, got {fm.get('got')}")
-    return EXIT_OK if result.bit_exact else EXIT_MISMATCH
+        print(f"MISMATCH against {api.ORACLES[args.against][0]}: {result.mismatches} differing elements "
+              f"over {result.samples} samples; first at step {fm.get('step')} ({fm.get('source', '')}) tensor "
+              f"{fm.get('tensor')!r} index {fm.get('index')}: expected {fm.get('expected')}, got {fm.get('got')}")
+    return EXIT_OK if result.passed else EXIT_MISMATCH
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    schedule = _schedule(args.model, args)
-    if args.json:
-        print(json.dumps(inspect_dict(schedule)))
-    else:
-        print(inspect_text(schedule))
+    report = api.inspect(args.model, hybrid=args.hybrid)
+    print(json.dumps(report) if args.json else inspect_text(report))
     return EXIT_OK
 
 
 def _targets(args: argparse.Namespace) -> int:
     """One line per target: ready (can be built and run here), with or without instruction counts, or why not."""
-    for t in sorted(list_targets(), key=lambda t: t.name != "generic"):  # the default target first
-        reason = unavailable(t)
-        if reason:
-            status = f"unavailable: {reason}"
-        elif t.runner == "host":
-            status = "ready"
+    found = api.targets()
+    if args.json:
+        print(json.dumps([t.as_json() for t in found]))
+        return EXIT_OK
+    for t in found:
+        if not t.ready:
+            status = f"unavailable: {t.reason}"
+        elif t.counts_instructions:
+            status = "ready, counts instructions"
         else:
-            no_count = cannot_count(t)
-            status = "ready, counts instructions" if no_count is None else f"ready, no counts ({no_count})"
+            status = "ready" if t.reason is None else f"ready, no counts ({t.reason})"
         print(f"{t.name:<16} {status:<36} {t.description}")
     return EXIT_OK
+
+
+def _model_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help=f"the model file: {FORMATS}")
+
+
+def _target_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-t", "--target", default="generic", metavar="TARGET",
+                   help="target to generate for (default: generic, portable C99); `qcodegen targets` lists them")
 
 
 def _weight_layout_option(p: argparse.ArgumentParser) -> None:
@@ -176,49 +130,66 @@ def _hybrid_option(p: argparse.ArgumentParser) -> None:
                         "dynamic-range (lhs quantized per row at run time, integer dot)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="qcodegen", description="Quantized graphs to integer-only C, verified bit for bit.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+def _command(sub: argparse._SubParsersAction, name: str, help_text: str) -> argparse.ArgumentParser:
+    return sub.add_parser(name, help=help_text, description=help_text, epilog=EXIT_CODES,
+                          formatter_class=argparse.ArgumentDefaultsHelpFormatter)
 
-    c = sub.add_parser("compile", help="generate C for a model")
-    c.add_argument("model")
-    c.add_argument("-t", "--target", default="generic")
-    c.add_argument("-o", "--output", help="output folder (default: the model name)")
-    c.add_argument("--name", help="symbol prefix and file names (sanitised to a C identifier)")
-    c.add_argument("--harness", action="store_true", help="also emit main.c and a Makefile")
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="qcodegen", description="Quantized graphs to integer-only C, verified bit for bit.",
+                epilog=EXIT_CODES)
+    p.add_argument("--version", action="version", version=f"qcodegen {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+
+    c = _command(sub, "compile", "generate the C folder of a model, its reports and build files")
+    _model_argument(c)
+    _target_option(c)
+    c.add_argument("-o", "--output", metavar="DIR", help="output folder (default: the model name)")
+    c.add_argument("--name", help="symbol prefix and file names, sanitised to a C identifier (default: the model "
+                                  "name)")
+    c.add_argument("--harness", action="store_true", help="also emit main.c and a Makefile (a command-line harness)")
+    c.add_argument("--force", action="store_true",
+                   help="write into a folder that holds files qcodegen did not write (they are kept)")
     _hybrid_option(c)
     _weight_layout_option(c)
     c.set_defaults(func=_compile)
 
-    r = sub.add_parser("run", help="run the generated C on .npy inputs")
-    r.add_argument("model")
-    r.add_argument("-t", "--target", default="generic")
-    r.add_argument("-i", "--input", action="append", default=[], required=True)
-    r.add_argument("-o", "--output", action="append", default=[], required=True)
+    r = _command(sub, "run", "run the generated C on .npy inputs")
+    _model_argument(r)
+    _target_option(r)
+    r.add_argument("-i", "--input", action="extend", nargs="+", default=[], required=True, metavar="IN.npy",
+                   help="input arrays in model order, of the model's exact types and shapes (repeat -i or list "
+                        "several after one -i)")
+    r.add_argument("-o", "--output", action="extend", nargs="+", default=[], required=True, metavar="OUT.npy",
+                   help="where to write the outputs, in model order (repeat -o or list several)")
     _hybrid_option(r)
     _weight_layout_option(r)
     r.set_defaults(func=_run)
 
-    v = sub.add_parser("verify", help="check the generated C against an oracle, bit for bit")
-    v.add_argument("model")
-    v.add_argument("-t", "--target", default="generic")
-    v.add_argument("--against", default="reference", choices=["reference", "tflm", "tosa-ref", "golden", "float"])
-    v.add_argument("--samples", type=int, default=10)
-    v.add_argument("--seed", type=int, default=0)
-    v.add_argument("--json", action="store_true")
-    v.add_argument("--max-error-lsb", type=float, default=1.0,
-                   help="--against float: pass when every output is within this many LSB (default 1)")
+    v = _command(sub, "verify", "check the generated C against an oracle, bit for bit")
+    _model_argument(v)
+    _target_option(v)
+    v.add_argument("--against", default="reference", choices=list(api.ORACLES),
+                   help="reference: numpy reference of the same schedule; tflm: TFLite Micro (.tflite); tosa-ref: "
+                        "TOSA reference model; golden: a StableHLO test program's check ops; float: accuracy "
+                        "against the float definition (StableHLO)")
+    v.add_argument("--samples", type=int, default=10, help="seeded random input sets")
+    v.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    v.add_argument("--json", action="store_true", help="print one JSON object (docs/schemas/verify.schema.json)")
+    v.add_argument("--max-error-lsb", type=float, default=None, metavar="E",
+                   help="--against float: pass when every output is within E LSB (default 1)")
     _hybrid_option(v)
     _weight_layout_option(v)
     v.set_defaults(func=_verify)
 
-    i = sub.add_parser("inspect", help="show the schedule, fixed-point parameters and memory plan")
-    i.add_argument("model")
-    i.add_argument("--json", action="store_true")
+    i = _command(sub, "inspect", "show the schedule, fixed-point parameters and memory plan")
+    _model_argument(i)
+    i.add_argument("--json", action="store_true", help="print one JSON object (docs/schemas/inspect.schema.json)")
     _hybrid_option(i)
     i.set_defaults(func=_inspect)
 
-    t = sub.add_parser("targets", help="list targets and whether this machine can build and run them")
+    t = _command(sub, "targets", "list targets and whether this machine can build and run them")
+    t.add_argument("--json", action="store_true", help="print a JSON list")
     t.set_defaults(func=_targets)
     return p
 
@@ -229,6 +200,10 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except QcError as exc:
         print(f"qcodegen: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:  # a file or folder the user named
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"qcodegen: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

@@ -6,6 +6,7 @@ from typing import Any
 
 from . import primitives
 from .ir.schedule import CONST, TEMP, Schedule
+from .plan.fuse import execution_order
 
 
 def _short(values: Any) -> Any:
@@ -20,6 +21,45 @@ def weights_bytes(schedule: Schedule) -> int:
     for step in schedule.steps:
         total += sum(v.nbytes for v in primitives.get(step.op).constants(schedule.io(step)).values())
     return total
+
+
+def layers(schedule: Schedule) -> list[dict[str, Any]]:
+    """The steps as the generated code runs them (a fused group is one layer), in order: position, the schedule
+    step indices it covers, op (a fused step lists its parts), source op, output shape and type, MACs, the flash
+    bytes of the constants it reads first (weights shared by later layers are counted once), and its output's
+    arena slice (offset and bytes; None for model inputs/outputs and constants)."""
+    rows: list[dict[str, Any]] = []
+    counted: set[str] = set()
+    for position, (k, step) in enumerate(execution_order(schedule)):
+        io = schedule.io(step)
+        prim = primitives.get(step.op)
+        members = step.attrs.get("steps") or [k]
+        flash = sum(b.nbytes for b in io.ins if b.kind == CONST and b.name not in counted)
+        counted.update(b.name for b in io.ins if b.kind == CONST)
+        flash += sum(v.nbytes for v in prim.constants(io).values())
+        out = io.outs[0]
+        rows.append({
+            "position": position,
+            "steps": list(members),
+            "op": step.op if len(members) == 1 else f"{step.op}({'+'.join(schedule.steps[j].op for j in members)})",
+            "source": schedule.steps[members[-1]].source or schedule.steps[members[0]].source,
+            "output": out.name,
+            "shape": list(out.shape),
+            "dtype": out.dtype.name,
+            "macs": prim.macs(io),
+            "weights_bytes": flash,
+            "arena_offset": out.offset if out.kind == TEMP else None,
+            "arena_bytes": out.nbytes if out.kind == TEMP else None,
+        })
+    return rows
+
+
+def arena_blocks(schedule: Schedule) -> list[dict[str, Any]]:
+    """Every tensor placed in the arena: name, offset, bytes and its lifetime (first and last position in
+    execution order, inclusive), sorted by offset then first use."""
+    blocks = [{"name": b.name, "offset": b.offset, "bytes": b.nbytes, "first": b.live[0], "last": b.live[1]}
+              for b in schedule.buffers.values() if b.kind == TEMP and b.offset is not None and b.live is not None]
+    return sorted(blocks, key=lambda b: (b["offset"], b["first"]))
 
 
 def inspect_dict(schedule: Schedule) -> dict[str, Any]:
@@ -49,6 +89,8 @@ def inspect_dict(schedule: Schedule) -> dict[str, Any]:
         "outputs": [_io(schedule, n) for n in schedule.outputs],
         "notes": list(schedule.notes),
         "steps": steps,
+        "layers": layers(schedule),
+        "arena": arena_blocks(schedule),
     }
 
 
@@ -61,8 +103,8 @@ def _io(schedule: Schedule, name: str) -> dict[str, Any]:
     return out
 
 
-def inspect_text(schedule: Schedule) -> str:
-    d = inspect_dict(schedule)
+def inspect_text(d: dict[str, Any]) -> str:
+    """The text form of a report dictionary (`inspect_dict`)."""
     lines = [f"model {d['name']}: {len(d['steps'])} steps, {d['macs']:,} MACs, weights {d['weights_bytes']:,} B, "
              f"arena {d['arena_bytes']:,} B (live-set lower bound {d['arena_lower_bound_bytes']:,} B)"]
     header = f"{'#':>3}  {'op':<18} {'output shape':<18} {'MACs':>11}  {'mult/shift':<22} {'acc bound':<26} arena"

@@ -36,7 +36,7 @@ def test_two_models_link_into_one_binary(tmp_path, cc):
     main.write_text(
         '#include "alpha.h"\n#include "beta.h"\n'
         "int main(void) {\n"
-        "  static unsigned char arena[ALPHA_ARENA_SIZE + BETA_ARENA_SIZE + 1];\n"
+        "  static unsigned char arena[ALPHA_ARENA_SIZE + BETA_ARENA_SIZE + 1] __attribute__((aligned(16)));\n"
         "  int8_t x[12] = {0}; int32_t ya[12], yb[12];\n"
         "  return alpha_run(x, ya, arena) | beta_run(x, yb, arena) | (ya[0] != yb[0]);\n}\n")
     exe = tmp_path / "both"

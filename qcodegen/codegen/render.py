@@ -19,6 +19,7 @@ from ..ir.dtypes import DType
 from ..ir.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule
 from ..plan.fuse import execution_order
 from ..resources import data_path
+from ..semantics.edge import edge_quantization
 from .relayout import FAST_ONLY, RELAYOUTS, WEIGHT_LAYOUTS
 from .targets import Target
 
@@ -122,6 +123,12 @@ def _float_literal(v: np.float32) -> str:
     return f"{float(v).hex()}f"
 
 
+def _float_decimal(v: float) -> str:
+    """A readable C float literal that reads back as the float32 value of `v` (9 significant digits)."""
+    text = f"{float(np.float32(v)):.9g}"
+    return (text if any(c in text for c in ".en") else text + ".0") + "f"
+
+
 def pack4(values: np.ndarray) -> np.ndarray:
     """Pack 4-bit values two per byte, low nibble first (the harness and constant layout)."""
     flat = values.reshape(-1).astype(np.int64) & 0xF
@@ -210,6 +217,8 @@ def _environment_for(template_dirs: tuple[str, ...]) -> jinja2.Environment:
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
     )
     env.filters["cint"] = lambda v: _int_literal(int(v), "int64_t" if abs(int(v)) >= 1 << 31 else "int")
+    env.filters["f32"] = lambda v: _float_literal(np.float32(v))
+    env.filters["f32_decimal"] = _float_decimal
     return env
 
 
@@ -297,8 +306,9 @@ def generate(schedule: Schedule, outdir: Path, target: Target, name: str | None 
     const_arrays[:] = [c for c in const_arrays if c.name in used]
     consumed = {n for s in schedule.steps for n in s.inputs}
     unused_inputs = [i for i, b in enumerate(api_in) if b.name not in consumed]
+    edges = {b.name: edge_quantization(b.quant, schedule.source_format) for b in api_in + api_out}
     ctx = dict(name=name, NAME=name.upper(), schedule=schedule, steps=steps, inputs=api_in, outputs=api_out,
-               unused_inputs=unused_inputs,
+               unused_inputs=unused_inputs, edges=edges,
                consts=const_arrays, arena_size=schedule.arena_size, c_names=c_names, target=target)
     files = {
         f"{name}.h": "model.h.j2",

@@ -23,6 +23,7 @@ class Buffer:
     data: np.ndarray | None = None  # constants only: unpacked values in dtype.numpy
     quant: QuantType | None = None  # for reports and the I/O macros
     offset: int | None = None  # arena offset (temps only), set by the memory planner
+    live: tuple[int, int] | None = None  # arena temps: first and last position in execution order (memory planner)
     value_range: tuple[int, int] | None = None  # set by range analysis (integer buffers)
 
     @property
@@ -70,6 +71,7 @@ class Schedule:
     arena_size: int = 0
     arena_lower_bound: int = 0
     notes: list[str] = field(default_factory=list)  # planner decisions worth reporting
+    source_format: str = ""  # the front end's format ("tflite", "stablehlo", ...; "" for JSON/builder graphs)
     # fusion (qcodegen/plan/fuse.py): index of the last step of a group -> one fused step computing the group
     fused: dict[int, Step] = field(default_factory=dict)
 

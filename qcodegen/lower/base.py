@@ -143,6 +143,7 @@ def lower_graph(graph: Graph) -> Schedule:
             lowerer.buffer(n)
     sched = lowerer.schedule
     sched.outputs = list(graph.outputs)
+    sched.source_format = str(graph.options.get("source", ""))
     for n in graph.outputs:
         buf = sched.buffers[n]
         if buf.kind == TEMP:

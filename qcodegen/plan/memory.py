@@ -82,6 +82,7 @@ def plan_memory(schedule: Schedule) -> None:
     for g in groups:
         for n in g.names:
             bufs[n].offset = g.offset
+            bufs[n].live = (first[n], last[n])
     schedule.arena_size = max((_align(g.offset + g.nbytes) for g in groups), default=0)
     schedule.arena_lower_bound = max(
         (sum(g.nbytes for g in groups if g.first <= k <= g.last) for k in range(len(steps))), default=0)

@@ -21,6 +21,10 @@ class VerifyResult:
     first_mismatch: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def passed(self) -> bool:
+        return self.bit_exact
+
     def as_json(self) -> dict[str, Any]:
         return {"bit_exact": self.bit_exact, "samples": self.samples, "mismatches": self.mismatches,
                 "first_mismatch": self.first_mismatch, **self.extra}

@@ -355,7 +355,20 @@ def summary(results: list[FunctionResult]) -> dict[str, int]:
     return counts
 
 
-def verify_golden(path: str | Path, target: str | Target = "generic") -> tuple[VerifyResult, list[FunctionResult]]:
+@dataclass
+class GoldenResult(VerifyResult):
+    """The verdict over a test program's functions; `describe` gives one line per function and the counts."""
+
+    functions: list[FunctionResult] = field(default_factory=list)
+
+    def describe(self) -> str:
+        counts = self.extra["summary"]
+        return "\n".join([f.describe() for f in self.functions] + [
+            f"{counts['functions']} function(s): {counts['pass']} pass, {counts['fail']} fail, {counts['error']} "
+            f"error, {counts['skip']} skipped (not quantized)"])
+
+
+def verify_golden(path: str | Path, target: str | Target = "generic") -> tuple[GoldenResult, list[FunctionResult]]:
     """Compile every function of a StableHLO test program, run the C, evaluate its checks.
     bit_exact: every quantized function passes; samples: functions run; mismatches: differing elements."""
     results = prepare(path)
@@ -371,6 +384,7 @@ def verify_golden(path: str | Path, target: str | Target = "generic") -> tuple[V
                      "expected": bad.expected, "got": bad.got, "tie_flips": len(bad.tie_flips)}
             break
     mismatches = sum(c.mismatches for r in results for c in r.checks)
-    verdict = VerifyResult(counts["fail"] == counts["error"] == 0, counts["pass"] + counts["fail"], mismatches,
-                           first, extra={"summary": counts, "functions": [r.as_json() for r in results]})
+    verdict = GoldenResult(counts["fail"] == counts["error"] == 0, counts["pass"] + counts["fail"], mismatches,
+                           first, extra={"summary": counts, "functions": [r.as_json() for r in results]},
+                           functions=results)
     return verdict, results
