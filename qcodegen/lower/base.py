@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import difflib
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,7 @@ class Lowerer:
         self.graph = graph
         self.schedule = Schedule(graph.name)
         self.op: Op | None = None
+        self.attrs_read: set[str] = set()  # the attributes of the current op its rule asked for
         self.rounding = Rounding.parse(graph.options.get("rescale_rounding", "single_round"))
         for t in graph.tensors.values():
             if t.is_const:
@@ -65,6 +67,7 @@ class Lowerer:
 
     def attr(self, key: str, default: Any = ...) -> Any:
         assert self.op is not None
+        self.attrs_read.add(key)
         if key in self.op.attrs:
             return self.op.attrs[key]
         if default is ...:
@@ -131,14 +134,33 @@ class Lowerer:
                          rounding=mode.value, per_channel=np.ndim(scale) > 0, axis=axis, **extra)
 
 
+def _with_suggestion(name: str, known: Iterable[str], quote: bool = True) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return (repr(name) if quote else name) + (f" (did you mean {close[0]!r}?)" if close else "")
+
+
+def _unsupported(kind: str) -> str:
+    """An unsupported op kind; for JSON/builder ops (no "<format>." prefix: written by hand) the nearest known one."""
+    if "." in kind:
+        return kind
+    return _with_suggestion(kind, [k for k in RULES if "." not in k], quote=False)
+
+
 def lower_graph(graph: Graph) -> Schedule:
     lowerer = Lowerer(graph)
     missing = sorted({op.kind for op in graph.ops if op.kind not in RULES})
     if missing:
-        raise UnsupportedError(f"unsupported operators: {', '.join(missing)}")
+        raise UnsupportedError("unsupported operators: "
+                               + ", ".join(_unsupported(k) for k in missing))
     for op in graph.ops:
         lowerer.op = op
+        lowerer.attrs_read = set()
         RULES[op.kind](lowerer, op)
+        unknown = sorted(set(op.attrs) - lowerer.attrs_read)
+        # JSON/builder ops (no "<format>." prefix) are written by hand: an attribute their rule never reads is a
+        # mistake (front ends of other formats pass every attribute of their ops, used or not)
+        if unknown and "." not in op.kind:
+            raise lowerer.error(f"unknown attribute {_with_suggestion(unknown[0], lowerer.attrs_read)}")
         for n in op.outputs:
             lowerer.buffer(n)
     sched = lowerer.schedule
