@@ -95,7 +95,7 @@ def compile(model: Model, output: str | Path | None = None, *, target: str = "ge
     files += write_build_files(generated, tgt)
     options = {"harness": harness, "weight_layout": tgt.extra.get("weight_layout", "compact"), "hybrid": hybrid}
     files.append(write_metadata(generated, tgt, report, options, _source_hash(model)))
-    folder.commit(files, {"name": cname, "target": tgt.name})
+    files.append(folder.commit(files, {"name": cname, "target": tgt.name}))
     return CompileResult(cname, tgt.name, folder.path, files, schedule.arena_size, schedule.arena_lower_bound,
                          report["weights_bytes"], report["macs"], sizes.get("text_bytes"), report)
 

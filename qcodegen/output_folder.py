@@ -51,8 +51,9 @@ class OutputFolder:
         except OSError as exc:
             raise QcError(f"{self.path}: cannot create the output folder ({exc.strerror or exc})") from None
 
-    def commit(self, files: list[Path], info: dict[str, str]) -> None:
-        """Record the files this compile wrote."""
+    def commit(self, files: list[Path], info: dict[str, str]) -> Path:
+        """Record the files this compile wrote; returns the manifest's path."""
         names = sorted({f.name for f in files})
-        manifest = {"qcodegen": __version__, **info, "files": names}
-        (self.path / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+        manifest = self.path / MANIFEST
+        manifest.write_text(json.dumps({"qcodegen": __version__, **info, "files": names}, indent=1) + "\n")
+        return manifest

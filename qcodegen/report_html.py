@@ -68,9 +68,9 @@ def arena_timeline_svg(report: dict[str, Any], width: int = 1100, height: int = 
     bound = report["arena_lower_bound_bytes"]
     if bound:
         yb = y(bound)
+        label_y = yb + 13 if yb < top + 14 else yb - 4
         parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{yb:.1f}" y2="{yb:.1f}" stroke="#c0392b" '
-                     f'stroke-dasharray="6 4"/><text x="{left + plot_w - 4}" y="{yb + (13 if yb < top + 14 else -4):.1f}" '
-                     'text-anchor="end" '
+                     f'stroke-dasharray="6 4"/><text x="{left + plot_w - 4}" y="{label_y:.1f}" text-anchor="end" '
                      f'fill="#c0392b">live-set lower bound {bound:,} B</text>')
     for frac in (0, 0.25, 0.5, 0.75, 1):
         v = round(size * frac)
