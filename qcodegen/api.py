@@ -188,6 +188,7 @@ class VerifyOptions:
     hybrid: str | None
     max_error_lsb: float | None
     progress: Progress | None
+    float_model: Path | None = None
 
 
 Oracle = Callable[[Model, VerifyOptions], Any]
@@ -257,6 +258,8 @@ def _against_golden(model: Model, options: VerifyOptions) -> Any:
 
 @oracle("float", "the float definition")
 def _against_float(model: Model, options: VerifyOptions) -> Any:
+    if options.float_model is not None:
+        return _against_float_model(model, options)
     path = _model_file(model, ".mlir", "float",
                        "a model file: the float definition is available for StableHLO programs only")
     from .verify.float_accuracy import float_definition, verify_against_float
@@ -269,17 +272,35 @@ def _against_float(model: Model, options: VerifyOptions) -> Any:
         progress=options.progress))
 
 
+def _against_float_model(model: Model, options: VerifyOptions) -> Any:
+    """Accuracy against the float original of a quantized model (per output and per layer)."""
+    from .verify.accuracy import verify_against_float_model
+
+    assert options.float_model is not None
+    if not options.float_model.is_file():
+        raise QcError(f"{options.float_model}: no such file")
+    schedule = plan(model, hybrid=options.hybrid)
+    return _generated_run(schedule, options, lambda g, r: verify_against_float_model(
+        options.float_model, schedule, g, r, samples=options.samples, seed=options.seed,
+        tolerance_lsb=options.max_error_lsb))
+
+
 def verify(model: Model, *, target: str = "generic", against: str = "reference", samples: int = 10, seed: int = 0,
            weight_layout: str | None = None, hybrid: str | None = None, max_error_lsb: float | None = None,
-           progress: Progress | None = None) -> Any:
+           progress: Progress | None = None, float_model: str | Path | None = None) -> Any:
     """Check the generated C of `model` against an oracle (`ORACLES`: reference, tflm, tosa-ref, golden, float).
 
     Returns a result with `passed` and `as_json()` (the `verify --json` object); bit-exact oracles also have
     `bit_exact`, `samples`, `mismatches` and `first_mismatch`. `float` measures accuracy against the float
-    definition, never bit-exactness (docs/schemes.md). `progress(done, total)` is called per sample."""
+    definition, never bit-exactness (docs/schemes.md); with `float_model` (the float .tflite a quantized .tflite was
+    made from) it reports error metrics per output and per layer instead (docs/accuracy.md). `progress(done, total)`
+    is called per sample."""
     if samples < 1:
         raise QcError("--samples must be at least 1")
     if against not in ORACLES:
         raise QcError(f"unknown oracle {against!r} (known: {', '.join(ORACLES)})")
-    options = VerifyOptions(load_target(target, weight_layout), samples, seed, hybrid, max_error_lsb, progress)
+    if float_model is not None and against != "float":
+        raise QcError("--float-model goes with --against float")
+    options = VerifyOptions(load_target(target, weight_layout), samples, seed, hybrid, max_error_lsb, progress,
+                            None if float_model is None else Path(float_model))
     return ORACLES[against][1](model, options)

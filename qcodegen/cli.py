@@ -66,7 +66,8 @@ def _verify(args: argparse.Namespace) -> int:
     try:
         result = api.verify(args.model, target=args.target, against=args.against, samples=args.samples,
                             seed=args.seed, weight_layout=args.weight_layout, hybrid=args.hybrid,
-                            max_error_lsb=args.max_error_lsb, progress=progress.update)
+                            max_error_lsb=args.max_error_lsb, progress=progress.update,
+                            float_model=args.float_model)
     finally:
         progress.close()
     if args.json:
@@ -177,7 +178,11 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     v.add_argument("--json", action="store_true", help="print one JSON object (docs/schemas/verify.schema.json)")
     v.add_argument("--max-error-lsb", type=float, default=None, metavar="E",
-                   help="--against float: pass when every output is within E LSB (default 1)")
+                   help="--against float: pass when every output is within E LSB (default 1 for the float "
+                        "definition; none with --float-model: report only)")
+    v.add_argument("--float-model", metavar="FLOAT.tflite",
+                   help="--against float: the float model the quantized model was made from; reports RMSE, MAE, "
+                        "max error, L2 relative error and cosine similarity per output and per layer")
     _hybrid_option(v)
     _weight_layout_option(v)
     v.set_defaults(func=_verify)

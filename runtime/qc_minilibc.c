@@ -52,6 +52,7 @@ void exit(int status) {
 }
 
 FILE qc_stderr_file = {2};
+FILE qc_stdout_file = {1};
 static FILE files[MAX_FILES];
 static int used[MAX_FILES];
 

@@ -12,8 +12,9 @@
 #define SEEK_END 2
 
 typedef struct qc_file { int fd; } FILE;
-extern FILE qc_stderr_file;
+extern FILE qc_stderr_file, qc_stdout_file;
 #define stderr (&qc_stderr_file)
+#define stdout (&qc_stdout_file)
 
 FILE *fopen(const char *path, const char *mode);
 int fclose(FILE *f);

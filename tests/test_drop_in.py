@@ -240,3 +240,18 @@ def test_header_helpers_quantize_as_the_json_format_does(tmp_path):
     got = np.array([lib.q_in(float(v)) for v in x[finite]])
     assert np.array_equal(got, want)
     assert lib.q_in(float("nan")) == -128
+
+
+def test_harness_prints_outputs_and_timing_only_when_asked(tmp_path):
+    result = api.compile(EXAMPLES / "kws_like.json", tmp_path / "h", harness=True)
+    subprocess.run(["make", "-s", "-C", str(result.outdir)], check=True, capture_output=True)
+    x = np.random.default_rng(3).integers(-128, 128, 490, dtype=np.int8)
+    (tmp_path / "in.bin").write_bytes(x.tobytes())
+    exe, out = str(result.outdir / "model"), str(tmp_path / "out.bin")
+    quiet = subprocess.run([exe, str(tmp_path / "in.bin"), out], capture_output=True, text=True, check=True)
+    assert quiet.stdout == ""
+    shown = subprocess.run([exe, "-n", "5", "-p", str(tmp_path / "in.bin"), out], capture_output=True, text=True,
+                           check=True).stdout.splitlines()
+    values = np.fromfile(out, np.int8)
+    assert shown[0] == "output0 (logits, 1x12 i8): " + " ".join(str(v) for v in values)
+    assert shown[1].startswith("5 run(s), ") and shown[1].endswith(" us per inference (processor time)")
