@@ -19,3 +19,8 @@ class PlanError(QcError):
 
 class BuildError(QcError):
     """The generated C failed to compile or run."""
+
+
+def install_hint(extra: str) -> str:
+    """How to install an optional extra, for installs from PyPI and from a source folder."""
+    return f"pip install 'qcodegen[{extra}]' (from a qcodegen source folder: pip install '.[{extra}]')"

@@ -41,7 +41,7 @@ import numpy as np
 
 from ..codegen import generate, load_target
 from ..compiler import check_schedule, plan
-from ..errors import GraphError, PlanError, QcError
+from ..errors import GraphError, PlanError, QcError, install_hint
 from ..fixedpoint import Unpredictable
 from ..frontends.tosa import load_tosa
 from ..ir.graph import Graph
@@ -54,7 +54,7 @@ from ..verify import get_runner
 try:
     from runner.tosa_test_runner import TosaTestRunner
 except ImportError as _exc:
-    raise ImportError("qcodegen.conformance.tosa_sut needs tosa-tools: pip install 'qcodegen[tosa]'") from _exc
+    raise ImportError(f"qcodegen.conformance.tosa_sut needs tosa-tools: {install_hint('oracles')}") from _exc
 
 Outcome = TosaTestRunner.TosaGraphResult
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GraphError, QcError, UnsupportedError
+from ..errors import GraphError, QcError, UnsupportedError, install_hint
 from ..ir.graph import Graph, Op, Tensor
 from ..ir.quant import QuantType
 
@@ -36,7 +36,7 @@ def _schema() -> ModuleType:
     try:
         from tflite_micro.tensorflow.lite.micro.python import schema_py_generated
     except ImportError:
-        raise QcError("reading .tflite needs the TFLite extra: pip install 'qcodegen[tflite]'") from None
+        raise QcError(f"reading .tflite needs the TFLite extra: {install_hint('tflite')}") from None
     return schema_py_generated
 
 

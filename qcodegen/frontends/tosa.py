@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GraphError, QcError, UnsupportedError
+from ..errors import GraphError, QcError, UnsupportedError, install_hint
 from ..ir.graph import Graph, Op, Tensor
 
 # TOSA element type -> qcodegen dtype
@@ -257,7 +257,7 @@ def schema_class(name: str) -> Any:
     try:
         module = importlib.import_module(f"tosa.{name}")
     except ImportError:
-        raise QcError("reading TOSA flatbuffers needs tosa-tools: pip install 'qcodegen[tosa]'") from None
+        raise QcError(f"reading TOSA flatbuffers needs tosa-tools: {install_hint('tosa')}") from None
     return getattr(module, name)
 
 

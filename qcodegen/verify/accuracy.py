@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..codegen.render import GeneratedModel
-from ..errors import QcError
+from ..errors import QcError, install_hint
 from ..ir.quant import QuantType
 from ..ir.schedule import TEMP, Schedule
 from ..reference import run_reference
@@ -143,7 +143,7 @@ class LiteRTFloatModel:
         try:
             from ai_edge_litert.interpreter import Interpreter, OpResolverType
         except ImportError:
-            raise QcError("--float-model with a .tflite needs LiteRT: pip install ai-edge-litert") from None
+            raise QcError(f"--float-model with a .tflite needs LiteRT: {install_hint('oracles')}") from None
         self.interpreter = Interpreter(model_path=str(path), experimental_preserve_all_tensors=True,
                                        experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
         self.interpreter.allocate_tensors()

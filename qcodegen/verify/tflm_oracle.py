@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 
 from ..codegen.render import GeneratedModel
-from ..errors import QcError
+from ..errors import QcError, install_hint
 from ..ir.schedule import Schedule
 from .check import VerifyResult, random_inputs
 from .runners import HarnessRunner, HostRunner
 
-_NEEDS = "the TFLM oracle needs the TFLite extra: pip install 'qcodegen[tflite]'"
+_NEEDS = f"the TFLM oracle needs the TFLite extra: {install_hint('tflite')}"
 
 
 def _runtime() -> ModuleType:

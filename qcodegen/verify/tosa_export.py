@@ -40,14 +40,14 @@ from typing import Any
 import numpy as np
 
 from .. import primitives
-from ..errors import QcError, UnsupportedError
+from ..errors import QcError, UnsupportedError, install_hint
 from ..fixedpoint import Rounding
 from ..ir.dtypes import DType
 from ..ir.schedule import CONST, INPUT, Schedule, StepIO
 from ..primitives.rescale import type_range
 from ..reference.executor import check_inputs
 
-_NEEDS = "needs the TOSA reference model: pip install 'qcodegen[oracles]'"
+_NEEDS = f"needs the TOSA reference model: {install_hint('oracles')}"
 _TOSA_VERSION = (1, 0, 0, False)  # major, minor, patch, draft: the graphs are TOSA 1.0
 
 # qcodegen element type -> TOSA container type
