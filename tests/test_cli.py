@@ -125,3 +125,91 @@ def test_verify_against_tosa_reference_model(model, capsys):
 def test_verify_against_tflm_needs_tflite(model, capsys):
     code, _, err = run_cli(capsys, "verify", model, "--against", "tflm")
     assert code == 2 and ".tflite" in err
+
+
+# --- rough edges users hit: each is one clear line (exit 2) or works -------------------------------------------
+def _one_line_error(code: int, err: str, *fragments: str) -> None:
+    assert code == 2 and err.count("\n") == 1 and err.startswith("qcodegen: error: ") and "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in err, err
+
+
+def test_output_paths_that_cannot_be_written(model, tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    _one_line_error(*run_cli(capsys, "compile", model, "-o", afile)[::2], "exists and is not a folder")
+    _one_line_error(*run_cli(capsys, "compile", model, "-o", "/proc/qcodegen-x")[::2], "/proc/qcodegen-x")
+    x = tmp_path / "x.npy"
+    np.save(x, np.zeros((2, 5), np.int8))
+    _one_line_error(*run_cli(capsys, "run", model, "-i", x, "-o", tmp_path / "no" / "dir" / "o.npy")[::2],
+                    "does not exist")
+
+
+def test_run_takes_several_files_after_one_option(tmp_path, capsys):
+    doc = dict(GRAPH, tensors=GRAPH["tensors"] + [{"name": "z", "shape": [2, 5], "dtype": "i8",
+                                                   "quant": {"scale": 0.05, "zero_point": -128}}],
+               inputs=["x", "z"], outputs=["y", "w"],
+               ops=GRAPH["ops"] + [{"op": "requantize", "inputs": ["z"], "outputs": ["w"]}])
+    doc["tensors"].append({"name": "w", "shape": [2, 5], "dtype": "i8", "quant": {"scale": 0.03, "zero_point": 7}})
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(doc))
+    a, b = tmp_path / "a.npy", tmp_path / "b.npy"
+    np.save(a, np.full((2, 5), -100, np.int8))
+    np.save(b, np.full((2, 5), 100, np.int8))
+    assert run_cli(capsys, "run", path, "-i", a, b, "-o", tmp_path / "y.npy", tmp_path / "w.npy")[0] == 0
+    assert run_cli(capsys, "run", path, "-i", a, "-i", b, "-o", tmp_path / "y2.npy", "-o", tmp_path / "w2.npy")[0] == 0
+    assert np.array_equal(np.load(tmp_path / "w.npy"), np.load(tmp_path / "w2.npy"))
+    assert not np.array_equal(np.load(tmp_path / "y.npy"), np.load(tmp_path / "w.npy"))
+
+
+def test_help_version_and_targets_json(capsys):
+    for command in ("compile", "run", "verify", "inspect"):
+        with pytest.raises(SystemExit) as info:
+            main([command, "--help"])
+        text = capsys.readouterr().out
+        assert info.value.code == 0 and "exit codes: 0" in text and ".tflite" in text
+        if command != "inspect":
+            assert "qcodegen targets" in text and "(default: generic)" in text
+    with pytest.raises(SystemExit):
+        main(["verify", "--help"])
+    assert "(default: 10)" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0 and capsys.readouterr().out.startswith("qcodegen 0.")
+    code, out, _ = run_cli(capsys, "targets", "--json")
+    targets = json.loads(out)
+    assert code == 0 and targets[0]["name"] == "generic" and targets[0]["ready"] is True
+
+
+def test_oracle_and_graph_mistakes_are_named(model, tmp_path, capsys):
+    tfl = tmp_path / "m.tflite"
+    tfl.write_bytes(b"\0" * 64)
+    _one_line_error(*run_cli(capsys, "verify", tfl, "--against", "golden")[::2], "StableHLO test program")
+    for key, value, fragment in (("attrs", {"strides": 2}, "unknown attribute 'strides'"),
+                                 ("op", "requantise", "requantise (did you mean 'requantize'?)")):
+        doc = json.loads(json.dumps(GRAPH))
+        doc["ops"][0][key] = value
+        bad = tmp_path / f"{key}.json"
+        bad.write_text(json.dumps(doc))
+        _one_line_error(*run_cli(capsys, "inspect", bad)[::2], fragment)
+
+
+def test_progress_only_on_a_terminal(capsys):
+    import io
+
+    from qcodegen.progress import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty, pipe = Tty(), io.StringIO()
+    for stream in (tty, pipe):
+        progress = Progress("samples", stream=stream)
+        for done in range(1, 4):
+            progress.update(done, 3)
+        progress.close()
+    assert "3/3 samples" in tty.getvalue() and pipe.getvalue() == ""
+    quiet = Progress("samples", enabled=False, stream=Tty())
+    quiet.update(1, 3)
+    assert quiet.stream.getvalue() == ""
