@@ -12,6 +12,7 @@ Float models: `.tflite` (run with LiteRT's reference kernels, `pip install ai-ed
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,8 +145,10 @@ class LiteRTFloatModel:
             from ai_edge_litert.interpreter import Interpreter, OpResolverType
         except ImportError:
             raise QcError(f"--float-model with a .tflite needs LiteRT: {install_hint('oracles')}") from None
-        self.interpreter = Interpreter(model_path=str(path), experimental_preserve_all_tensors=True,
-                                       experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+        with warnings.catch_warnings():  # keeping every tensor is what this is for, not a debugging accident
+            warnings.filterwarnings("ignore", message=".*experimental_preserve_all_tensors")
+            self.interpreter = Interpreter(model_path=str(path), experimental_preserve_all_tensors=True,
+                                           experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
         self.interpreter.allocate_tensors()
         self.inputs = self.interpreter.get_input_details()
         self.outputs = self.interpreter.get_output_details()
