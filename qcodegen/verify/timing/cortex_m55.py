@@ -12,7 +12,7 @@ architecture).
 - Scalar: ALU 1 cycle, latency 1; ALU with a shifted register operand, loads, multiplies and MACs, saturating and
   SIMD DSP instructions: latency 2. LDM / STM / PUSH / POP: 1 + N (as on the Cortex-M4). SDIV / UDIV 12 (upper
   bound). Two 16-bit instructions issue together when one of them is a NOP, IT, branch, ADD / SUB of an
-  immediate, MOV or UXT / SXT and the second does not read the first's result.
+  immediate, MOV or UXT / SXT, the second does not read the first's result, and neither takes several cycles.
 - Branches: 1, plus P = 2 when taken; a taken LE / LETP (low-overhead loop end) costs nothing extra (the loop is
   assumed to run from the loop cache).
 - Floating point (scalar): 1 cycle on the floating-point pipeline, latency 2; VDIV / VSQRT 14.

@@ -33,10 +33,10 @@ class Scoreboard:
     units: dict[str, int] = field(default_factory=dict)
 
     def _operands_ready(self, insn: Insn, t: Timing, store: bool) -> int:
-        cycle = 0
+        cycle, written = 0, self.store_ready if store else self.ready
         for reg in insn.reads:
-            ready = (self.store_ready if store else self.ready).get(reg, 0)
-            cycle = max(cycle, ready + (reg in t.early) - (reg in t.late))
+            if reg in written:  # (a register nothing in the stream wrote is ready)
+                cycle = max(cycle, written[reg] + (reg in t.early) - (reg in t.late))
         return cycle
 
     def issue(self, insn: Insn, t: Timing, pairs: bool = False, store: bool = False) -> int:
