@@ -204,7 +204,7 @@ def counting_prefix(target: Target, exe: Path, symbol: str, result: Path, marks:
     options = [f"entry={entry:#x}"] + [f"stop={s:#x}" for s in stops] + [f"mark={a:#x}" for a in marks]
     core = timing_model(target)
     if core is not None:
-        options.append(f"timing={cost_table(core, objdump, exe)}")
+        options.append(f"timing={cost_table(core, objdump, exe, entry)}")
     return _counter(target) + ["-plugin", ",".join([str(insncount_plugin())] + options + [f"out={result}"])]
 
 

@@ -78,8 +78,9 @@ struct block {
   uint64_t start, next; /* address of the first instruction, address after the last */
   uint64_t taken;       /* TAKEN cycles of the last instruction */
   int64_t entry_delta;  /* ENTRY - SEQ of the first instruction */
-  size_t n_insns, untimed; /* instructions, those of them missing from the timing table */
+  size_t n_insns;
   uint64_t *prefix;     /* n_insns + 1 values, NULL without a timing table */
+  uint32_t *missing;    /* n_insns + 1 counts of instructions missing from the table, NULL if none is */
   size_t n_marks;
   struct { size_t index; int kind; } marks[]; /* kind: KIND_ENTRY, KIND_STOP or a segment mark's number */
 };
@@ -139,14 +140,14 @@ static uint64_t cycles_before(const struct block *b, size_t index, bool jumped) 
 static void block_exec(unsigned int vcpu, void *udata) {
   const struct block *b = udata;
   bool jumped = b->start != previous_next;
-  uint64_t base = cycles, insn_base = total;
+  uint64_t base = cycles, insn_base = total, untimed_base = untimed;
   (void)vcpu;
   if (jumped) base = cycles += previous_taken;
-  untimed += b->untimed;
   for (size_t i = 0; i < b->n_marks; i++) {
     size_t at = b->marks[i].index;
     total = insn_base + at;
     cycles = base + cycles_before(b, at, jumped);
+    untimed = untimed_base + (b->missing ? b->missing[at] : 0);
     if (b->marks[i].kind == KIND_ENTRY && !active) {
       active = true;
       opened = last_mark = total;
@@ -168,6 +169,7 @@ static void block_exec(unsigned int vcpu, void *udata) {
   }
   total = insn_base + b->n_insns;
   cycles = base + cycles_before(b, b->n_insns, jumped);
+  untimed = untimed_base + (b->missing ? b->missing[b->n_insns] : 0);
   previous_next = b->next;
   previous_taken = b->taken;
 }
@@ -188,7 +190,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
   if (!b) abort();
   b->start = qemu_plugin_tb_vaddr(tb);
   b->n_insns = n;
-  b->untimed = 0;
+  b->missing = NULL;
   b->n_marks = 0;
   b->prefix = NULL;
   b->taken = 0;
@@ -214,7 +216,11 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
       if (c && c->unaligned)
         qemu_plugin_register_vcpu_mem_cb(insn, unaligned_access, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW,
                                          NULL);
-      b->untimed += !c;
+      if (!c && !b->missing) {
+        b->missing = calloc(n + 1, sizeof b->missing[0]);
+        if (!b->missing) abort();
+      }
+      if (b->missing) b->missing[i + 1] = b->missing[i] + !c;
     }
   }
   qemu_plugin_register_vcpu_tb_exec_cb(tb, block_exec, QEMU_PLUGIN_CB_NO_REGS, b);

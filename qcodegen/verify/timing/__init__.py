@@ -36,16 +36,17 @@ def _model_source_digest() -> bytes:
     return digest.digest()
 
 
-def cost_table(core: Core, objdump: str, exe: Path) -> Path:
-    """The plugin's timing table (timing=FILE) for `exe`: one line per instruction, "ADDR SEQ ENTRY TAKEN
-    UNALIGNED". Cached by the executable's content and the timing models' source."""
-    key = hashlib.sha256(exe.read_bytes() + core.label.encode() + _model_source_digest()).hexdigest()[:32]
-    path = cache_dir() / f"{key}.timing"
+def cost_table(core: Core, objdump: str, exe: Path, entry: int) -> Path:
+    """The plugin's timing table (timing=FILE) for the code of `exe` reachable from `entry`: one line per
+    instruction, "ADDR SEQ ENTRY TAKEN UNALIGNED". Cached by the executable's content, the entry and the timing
+    models' source."""
+    digest = hashlib.sha256(exe.read_bytes() + f"{core.label} {entry}".encode() + _model_source_digest())
+    path = cache_dir() / f"{digest.hexdigest()[:32]}.timing"
     if path.exists():
         return path
     lines = [f"{insn.addr:x} {cost.seq} {cost.entry} {cost.taken} {int(cost.unaligned)}\n"
-             for run in disassemble(objdump, exe, core.machine) for insn, cost in zip(run, core.costs(run),
-                                                                                     strict=True)]
+             for run in disassemble(objdump, exe, core.machine, entry)
+             for insn, cost in zip(run, core.costs(run), strict=True)]
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     tmp.write_text("".join(lines))
     os.replace(tmp, path)

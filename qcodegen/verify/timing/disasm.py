@@ -5,6 +5,7 @@ VPT predication, data type) and the registers read, written and used to form an 
 
 from __future__ import annotations
 
+import bisect
 import re
 import subprocess
 from dataclasses import dataclass
@@ -228,19 +229,72 @@ def decode(addr: int, raw: str, text: str, operands: str) -> Insn:
                 vector)
 
 
-def disassemble(objdump: str, exe: Path, machine: str) -> list[list[Insn]]:
-    """The instructions of every function of `exe`, one list per run of code in address order (a symbol or a
-    literal pool starts a new run)."""
+_SYMBOL = re.compile(r"^([0-9a-f]+) <([^>]+)>:$")
+_DIRECT = re.compile(r"\b([0-9a-f]+)\s*<[^>]*>")
+_INDIRECT = re.compile(r"(blx|bx)\S*\s+(?!lr\b)\w+|(mov|add|ldr)\S*\s+pc\s*,")  # not a return (bx lr, pop {pc})
+
+
+@dataclass
+class _Function:
+    start: int
+    lines: list[tuple[str, str, str, str] | None]  # (address, raw bytes, mnemonic, operands); None: data
+    calls: set[int]                                 # addresses its direct branches and calls go to
+    indirect: bool                                  # it jumps or calls through a register (not a return)
+
+
+def _functions(listing: str) -> list[_Function]:
+    functions: list[_Function] = []
+    for line in listing.splitlines():
+        symbol = _SYMBOL.match(line)
+        if symbol:
+            functions.append(_Function(int(symbol.group(1), 16), [], set(), False))
+            continue
+        found = _LINE.match(line)
+        if not found or not functions:
+            continue
+        if found.group(3).startswith("."):  # data in the code: .word / .short literal pools
+            functions[-1].lines.append(None)
+            continue
+        addr, raw, text, operands = found.groups()
+        code = re.split(r"\s@", operands)[0]
+        target = _DIRECT.search(code)
+        if target:
+            functions[-1].calls.add(int(target.group(1), 16))
+        functions[-1].indirect |= bool(_INDIRECT.match(f"{text} {code}"))
+        functions[-1].lines.append((addr, raw, text, operands))
+    return functions
+
+
+def _reachable(functions: list[_Function], entry: int) -> list[_Function]:
+    """The functions the code at `entry` can reach through direct branches and calls (all of them if one of those
+    jumps through a register)."""
+    starts = [f.start for f in functions]
+    seen: dict[int, _Function] = {}
+    todo = [entry]
+    while todo:
+        at = bisect.bisect_right(starts, todo.pop()) - 1
+        if at < 0 or functions[at].start in seen:
+            continue
+        function = seen[functions[at].start] = functions[at]
+        if function.indirect:
+            return functions
+        todo.extend(function.calls)
+    return sorted(seen.values(), key=lambda f: f.start)
+
+
+def disassemble(objdump: str, exe: Path, machine: str, entry: int | None = None) -> list[list[Insn]]:
+    """The instructions of the functions of `exe` (those reachable from `entry` when given), one list per run of
+    code in address order (a symbol or a literal pool starts a new run)."""
     proc = subprocess.run([objdump, "-d", "-m", machine, str(exe)], capture_output=True, text=True)
     if proc.returncode != 0:
         raise BuildError(f"{objdump} failed on {exe}: {proc.stderr.strip()[:300]}")
-    runs: list[list[Insn]] = [[]]
-    for line in proc.stdout.splitlines():
-        found = _LINE.match(line)
-        if not found or found.group(3).startswith("."):  # a symbol, a blank line, or data (.word, .short)
-            if runs[-1]:
+    functions = _functions(proc.stdout)
+    runs: list[list[Insn]] = []
+    for function in functions if entry is None else _reachable(functions, entry):
+        runs.append([])
+        for line in function.lines:
+            if line is None:
                 runs.append([])
-            continue
-        addr, raw, text, operands = found.groups()
-        runs[-1].append(decode(int(addr, 16), raw, text, operands))
+            else:
+                runs[-1].append(decode(int(line[0], 16), *line[1:]))
     return [run for run in runs if run]
