@@ -85,7 +85,7 @@ def timing(insn: Insn) -> Timing:
 
 
 def _pairs(first: Insn, second: Insn) -> bool:
-    if _alone(first) or _alone(second) or is_dsp(second) or second.op == "clz":
+    if _alone(first) or _alone(second) or is_dsp(second):
         return False
     if set(first.writes) & (set(second.reads) | set(second.writes)):
         return False
