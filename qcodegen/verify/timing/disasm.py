@@ -70,28 +70,26 @@ class Mnemonic:
     cond: str | None     # condition code of a conditional instruction (IT block, branch)
     sets_flags: bool     # S suffix
     predicated: bool     # MVE instruction inside a VPT block (T/E suffix)
-    wide: bool           # .w qualifier
     dtype: str           # MVE / floating-point data type ("s32", "u8", "f64"), "" if none
 
 
 def split_mnemonic(text: str) -> Mnemonic:
     """Take an objdump mnemonic apart: "ldreq.w" -> ldr + eq; "lsls" -> lsl + S; "vldrbt.u8" -> vldrb + T."""
     head, _, qual = text.lower().partition(".")
-    wide = qual == "w"
-    dtype = "" if qual in ("w", "n") else qual
+    dtype = "" if qual in ("w", "n") else qual  # .w / .n: the encoding width, which Insn.size gives
     block = re.fullmatch(r"(it|vpst|vpt)[te]{0,3}", head)
     if block:
-        return Mnemonic(block.group(1), None, False, False, wide, dtype)
+        return Mnemonic(block.group(1), None, False, False, dtype)
     if head.startswith("v"):
-        return _split_vector(head, wide, dtype)
+        return _split_vector(head, dtype)
     cond = head[-2:] if head[-2:] in CONDITIONS and _scalar_stem(head[:-2]) else None
     stem = head[:-2] if cond and head not in _SCALAR else head
     cond = cond if stem != head else None
     if stem in _SCALAR:
-        return Mnemonic(stem, cond, False, False, wide, dtype)
+        return Mnemonic(stem, cond, False, False, dtype)
     if stem.endswith("s") and stem[:-1] in _SCALAR:
-        return Mnemonic(stem[:-1], cond, True, False, wide, dtype)
-    return Mnemonic(head, None, False, False, wide, dtype)  # unknown: the models cost it as a plain operation
+        return Mnemonic(stem[:-1], cond, True, False, dtype)
+    return Mnemonic(head, None, False, False, dtype)  # unknown: the models cost it as a plain operation
 
 
 def _scalar_stem(stem: str) -> bool:
@@ -110,14 +108,14 @@ _VECTOR_OPS = re.compile(
     r"movl[tb]|q?movu?n[tb]|q?r?shru?n[tb]|mull[tb]|qdmull[tb]|shll[tb]|cvt[tb])")
 
 
-def _split_vector(head: str, wide: bool, dtype: str) -> Mnemonic:
+def _split_vector(head: str, dtype: str) -> Mnemonic:
     if _VECTOR_OPS.fullmatch(head):
-        return Mnemonic(head, None, False, False, wide, dtype)
+        return Mnemonic(head, None, False, False, dtype)
     if head[-1] in "te" and _VECTOR_OPS.fullmatch(head[:-1]):
-        return Mnemonic(head[:-1], None, False, True, wide, dtype)
+        return Mnemonic(head[:-1], None, False, True, dtype)
     if head[-2:] in CONDITIONS and _VECTOR_OPS.fullmatch(head[:-2]):  # VSEL<cc>, or an FP op in an IT block
-        return Mnemonic(head[:-2], head[-2:], False, False, wide, dtype)
-    return Mnemonic(head, None, False, False, wide, dtype)
+        return Mnemonic(head[:-2], head[-2:], False, False, dtype)
+    return Mnemonic(head, None, False, False, dtype)
 
 
 @dataclass(frozen=True)
@@ -207,20 +205,17 @@ def decode(addr: int, raw: str, text: str, operands: str) -> Insn:
         writes, reads, address, transfers, register_offset = _memory(op, operands)
     else:
         regs = registers(operands)
-        if op in _LINKS:
-            count = 0
-        elif op in _NO_DESTINATION:
+        if op in _LINKS or op in _NO_DESTINATION:
             count = 0
         elif _TWO_DESTINATIONS.fullmatch(op) or (op == "vmov" and regs[1:2] and regs[0][0] == regs[1][0] == "r"
-                                                   and len(regs) > 2):
+                                                   and len(regs) > 2):  # VMOV r0, r1, d0
             count = 2
         else:
             count = 1
-        writes = regs[:count] + (["r14"] if op in _LINKS else [])
         two_operand = op in _BINARY and operands.count(",") == 1
-        reads = regs[count:] + (regs[:count] if _ACCUMULATES.fullmatch(op) or two_operand else [])
-        if op in _LINKS:
-            reads = [r for r in regs if r != "r14"]
+        writes = ["r14"] if op in _LINKS else regs[:count]
+        reads = [r for r in regs[count:] if op not in _LINKS or r != "r14"]
+        reads += regs[:count] if _ACCUMULATES.fullmatch(op) or two_operand else []
         address, transfers, register_offset = [], 0, False
     shifted = bool(_SHIFTED.search(operands)) and not (is_load(op) or is_store(op))
     vector = bool(re.search(r"\bq[0-7]\b", operands)) or op in ("vctp", "vpst", "vpt", "vpnot")
