@@ -4,6 +4,7 @@ from the rules of its core's model (the Cortex-M4 rules are the TRM's; see the m
 plugin's estimate must equal them exactly -- the static costs, the taken-branch penalties, loop iterations and,
 on Cortex-M4, the unaligned-access cycles seen at run time."""
 
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from qcodegen.codegen import generate, load_target
 from qcodegen.compiler import plan
+from qcodegen.errors import BuildError
 from qcodegen.frontends import load_model
 from qcodegen.verify.runners import binutil, cannot_count, counting_prefix, get_runner, read_count, unavailable
 from qcodegen.verify.timing import CORES, disassemble, timing_model
@@ -165,6 +167,21 @@ def test_hand_analysed_kernels(built, tmp_path):
         count = read_count(target, result)
         assert (count.instructions, count.cycles) == (kernel.instructions, kernel.cycles), kernel.name
         assert count.timing_model == timing_model(target).label
+
+
+def test_an_executed_instruction_missing_from_the_table_is_an_error(built, tmp_path):
+    """No silent default: a timing table without the kernel's first instruction makes the count fail."""
+    target, runner, exe = built
+    kernel = KERNELS[target.name][0]
+    result = tmp_path / "count.txt"
+    prefix = counting_prefix(target, exe, kernel.name, result)
+    table = re.search(r"timing=([^,]+)", prefix[-1]).group(1)
+    partial = tmp_path / "partial.timing"
+    partial.write_text("".join(Path(table).read_text().splitlines(keepends=True)[1:]))
+    prefix[-1] = prefix[-1].replace(table, str(partial))
+    subprocess.run(runner.command(prefix, exe, []), check=True, capture_output=True, timeout=60)
+    with pytest.raises(BuildError, match="1 executed instructions are missing"):
+        read_count(target, result)
 
 
 def test_every_instruction_of_a_model_is_classified(built):
