@@ -240,23 +240,26 @@ class _Function:
 def _functions(listing: str) -> list[_Function]:
     functions: list[_Function] = []
     for line in listing.splitlines():
-        symbol = _SYMBOL.match(line)
-        if symbol:
-            functions.append(_Function(int(symbol.group(1), 16), [], set(), False))
+        if line.endswith(">:"):
+            symbol = _SYMBOL.match(line)
+            if symbol:
+                functions.append(_Function(int(symbol.group(1), 16), [], set(), False))
             continue
-        found = _LINE.match(line)
-        if not found or not functions:
+        fields = line.split("\t")
+        if len(fields) < 3 or not functions or not fields[0].endswith(":"):
             continue
-        if found.group(3).startswith("."):  # data in the code: .word / .short literal pools
+        if fields[2].startswith("."):  # data in the code: .word / .short literal pools
             functions[-1].lines.append(None)
             continue
-        addr, raw, text, operands = found.groups()
-        code = re.split(r"\s@", operands)[0]
-        target = _DIRECT.search(code)
-        if target:
-            functions[-1].calls.add(int(target.group(1), 16))
-        functions[-1].indirect |= bool(_INDIRECT.match(f"{text} {code}"))
-        functions[-1].lines.append((addr, raw, text, operands))
+        text, operands = fields[2].strip(), "\t".join(fields[3:])
+        code = re.split(r"\s@", operands)[0] if "@" in operands else operands
+        if "<" in code:
+            target = _DIRECT.search(code)
+            if target:
+                functions[-1].calls.add(int(target.group(1), 16))
+        if text.startswith("b") or "pc" in code:
+            functions[-1].indirect |= bool(_INDIRECT.match(f"{text} {code}"))
+        functions[-1].lines.append((fields[0].strip()[:-1], fields[1].strip(), text, operands))
     return functions
 
 
