@@ -491,7 +491,7 @@ def simd_flags() -> str:
 def _same_isa_note(same_isa: str) -> str:
     if same_isa == "masked":
         return ("target x86-avx2 uses AVX2 only, as does XNNPACK AVX2, which sees a CPU without AVX-512, AVX-VNNI "
-                "and AMX")
+                "and AMX where Linux offers CPUID faulting, else n/a")
     return ("no ISA wider than AVX2 here: XNNPACK as shipped runs its AVX2 kernels, the ISA of target x86-avx2, so "
             "it is the same-ISA reference and the masked XNNPACK AVX2 run is skipped (n/a)")
 
@@ -508,7 +508,7 @@ def report(rows: list[Row], args: argparse.Namespace, command: str, seconds: flo
         f"- versions: {_versions()}",
         f"- toolchains and flags:\n{_toolchains(args.targets)}",
     ]
-    return ("# Targets benchmark: generated C per target vs TFLite Micro (issue 7)\n\n" + "\n".join(header)
+    return ("# Targets benchmark: generated C per target vs TFLite Micro (issues 7 and 18)\n\n" + "\n".join(header)
             + f"\n\n{table(rows)}\n\nGoals (issues 7 and 18, MLPerf-Tiny-shaped models):\n"
             + "".join(f"- {g}\n" for g in goals(rows, args.same_isa, args.weight_layout)) + _notes(rows)
             + f"\n{LEGEND}")
