@@ -1,10 +1,11 @@
-"""Benchmark the generated C of every target on the benchmark TFLite models against TFLite Micro (issue 7).
+"""Benchmark the generated C of every target on the benchmark TFLite models against TFLite Micro (issues 7, 18).
 
 Run by hand (not a test; progress goes to stderr):
 
     python bench/targets_bench.py                                  # every model, every target this machine runs
     python bench/targets_bench.py --models ds_cnn --targets cortex-m4 x86-avx2 --samples 2
     python bench/targets_bench.py --write bench/TARGETS.md
+    python bench/targets_bench.py --targets cortex-m4 cortex-m7 cortex-m55 --write bench/TARGETS-cortex-m.md
 
 Per model (bench/models.py: person_detect and the MLPerf-Tiny-shaped DS-CNN KWS, MobileNetV1-0.25, ResNet-8 and
 FC autoencoder) and per target (`--targets`; default: every target `qcodegen targets` reports ready):
