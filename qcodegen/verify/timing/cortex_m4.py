@@ -1,6 +1,6 @@
 """Cortex-M4 timing model, from the Technical Reference Manual (ARM DDI 0439, r0p1): Table 3-1 "Processor
 instruction set summary" (cycles with zero wait-state memory), section 3.3.2 "Load/store timings" and the FPU
-instruction timings (Table 7-1).
+chapter's instruction timings.
 
 - Data processing, multiply and multiply-accumulate (MUL, MLA, MLS, SMULL, UMULL, SMLAL, UMLAL), every DSP
   instruction (SMLAD, SMLABB, SXTB16, QADD, SSAT, ...): 1 cycle. SDIV / UDIV: 2-12 cycles by early

@@ -1,6 +1,7 @@
 """Cortex-M55 timing model: an in-order scalar pipeline much like the Cortex-M4's, plus the Helium (MVE) unit of
-a dual-beat implementation (Cortex-M55 Technical Reference Manual; the beat-wise execution of the Armv8.1-M
-architecture).
+a dual-beat implementation (the Armv8.1-M architecture's beat-wise execution; the pipelines and latencies below are
+those of the compilers' Cortex-M55 scheduling description, as ARM's Technical Reference Manual gives no cycle
+tables).
 
 - MVE: a 128-bit instruction executes as 4 beats of 32 bits, 2 per cycle, so it holds its pipeline for 2 cycles.
   The MVE unit has four pipelines -- load/store, integer, multiply / floating point, and control (VCTP, VPST,
@@ -27,9 +28,9 @@ from .disasm import Insn, is_store
 from .scoreboard import Scoreboard, Timing
 
 _INTEGER = re.compile(
-    r"v(and|bic|orr|orn|eor|mvn|shl|shr|sli|sri|shlc|movl[tb]|shll[tb]|[id]?w?dup|maxa?|mina?|abs|neg|qabs|qneg|"
-    r"qadd|qsub|r?hadd|hsub|abd|cls|clz|rev(16|32|64)|psel|adci?|sbci?|brsr|h?cadd|add|sub|"
-    r"r?shl|r?shr|q?r?shl|maxa?v|mina?v|abav|movu?n[tb]|q?movu?n[tb]|q?r?shru?n[tb])")
+    r"v(and|bic|orr|orn|eor|mvn|q?r?shl|r?shr|sli|sri|shlc|movl[tb]|shll[tb]|[id]?w?dup|maxa?|mina?|abs|neg|qabs|"
+    r"qneg|qadd|qsub|r?hadd|hsub|abd|cls|clz|rev(16|32|64)|psel|adci?|sbci?|brsr|h?cadd|add|sub|maxa?v|mina?v|"
+    r"abav|q?movu?n[tb]|q?r?shru?n[tb])")
 _INTEGER_2 = re.compile(r"vr(shl|shr)|vq(r?shl)|vadci?|vsbci?|vmaxa?v|vmina?v")
 _INTEGER_3 = re.compile(r"vq?movu?n[tb]|vq?r?shru?n[tb]|vabav")
 _CONTROL = frozenset(("vctp", "vpst", "vpnot"))
