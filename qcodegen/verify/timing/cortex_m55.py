@@ -102,7 +102,7 @@ class CortexM55(Core[Scoreboard]):
 
     def issue(self, state: Scoreboard, insn: Insn) -> int:
         t = timing(insn)
-        pairs = state.opener is not None and not t.single and _pairs(state.opener[0], insn)
+        pairs = state.opener is not None and not t.single and _pairs(state.opener, insn)
         return state.issue(insn, t, pairs, store=is_store(insn.op))
 
     def taken_penalty(self, insn: Insn) -> int:

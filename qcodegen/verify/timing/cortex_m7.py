@@ -106,5 +106,5 @@ class CortexM7(Core[Scoreboard]):
 
     def issue(self, state: Scoreboard, insn: Insn) -> int:
         t = timing(insn)
-        pairs = state.opener is not None and _pairs(state.opener[0], insn) and not t.single
+        pairs = state.opener is not None and _pairs(state.opener, insn) and not t.single
         return state.issue(insn, t, pairs)

@@ -27,7 +27,7 @@ class Timing:
 class Scoreboard:
     free: int = 0                          # first cycle an instruction may issue in a new group
     group: int = -1                        # cycle of the last issue group
-    opener: tuple[Insn, Timing] | None = None  # the group's first instruction while its second slot is free
+    opener: Insn | None = None             # the group's first instruction while its second slot is free
     ready: dict[str, int] = field(default_factory=dict)
     store_ready: dict[str, int] = field(default_factory=dict)
     units: dict[str, int] = field(default_factory=dict)
@@ -50,7 +50,7 @@ class Scoreboard:
             return 0
         start = max(ready, self.units.get(t.unit, 0), self.free)
         before, self.free, self.group = self.free, start + t.occupancy, start
-        self.opener = None if t.single or t.occupancy > 1 else (insn, t)
+        self.opener = None if t.single or t.occupancy > 1 else insn
         self._record(insn, t, start)
         return self.free - before
 
