@@ -1,4 +1,5 @@
-"""Instructions per schedule step of one inference on a QEMU target (a profiling build; not a test).
+"""Instructions (and estimated cycles) per schedule step of one inference on a QEMU target (a profiling build; not
+a test).
 
     python bench/profile_steps.py examples/kws_like.json -t cortex-m4
     python bench/profile_steps.py ds_cnn mobilenet_v1_025 -t cortex-m4 cortex-m55      # bench/models.py models
@@ -7,7 +8,8 @@ The model is generated as usual, then its step functions are marked noinline in 
 generated code of normal builds is untouched; inlining inside the steps is unchanged, only the step calls stay
 calls). The harness runs under QEMU with the counting plugin (runtime/qemu/qc_insncount.c) in its per-segment
 mode: the return site of each step call in <name>_run closes a segment, so a step's count covers its argument
-set-up, call and body with every callee. Prints per step: op, MACs, instructions, instructions/MAC, share.
+set-up, call and body with every callee. Prints per step: op, MACs, instructions, instructions/MAC, share, and on
+the Cortex-M targets the estimated cycles and cycles/MAC of the core's timing model (qcodegen/verify/timing).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from qcodegen.frontends import load_model  # noqa: E402
 from qcodegen.ir.schedule import Schedule, Step  # noqa: E402
 from qcodegen.plan.fuse import execution_order  # noqa: E402
 from qcodegen.verify import random_inputs  # noqa: E402
-from qcodegen.verify.runners import _counter, binutil, call_window, get_runner, insncount_plugin, write_raw  # noqa: E402
+from qcodegen.verify.runners import binutil, counting_prefix, get_runner, read_count, write_raw  # noqa: E402
 
 _CALL = re.compile(r"^\s*([0-9a-f]+):\s*\S+\s+([0-9a-f]+) <(\w+)(\.\w+\.\d+)?>")  # name.constprop.0 too
 
@@ -73,9 +75,7 @@ def profile(path: Path, target_name: str, workdir: Path) -> list[dict]:
                              source.read_text(), flags=re.MULTILINE))  # (where the target does not already)
     runner = get_runner(target, measure=True)
     exe = runner.executable(model)
-    objdump = binutil(target, "objdump")
-    entry, stops = call_window(objdump, exe, f"{name}_run")
-    sites = return_sites(objdump, exe, f"{name}_run")
+    sites = return_sites(binutil(target, "objdump"), exe, f"{name}_run")
     inputs = random_inputs(schedule, np.random.default_rng(0))
     files = []
     for i, (buf, arr) in enumerate(zip(model.inputs, inputs, strict=True)):
@@ -83,37 +83,39 @@ def profile(path: Path, target_name: str, workdir: Path) -> list[dict]:
         write_raw(files[-1], arr.astype(buf.dtype.numpy), buf.dtype.is_packed)
     files += [workdir / f"out{i}.bin" for i in range(len(model.outputs))]
     result = workdir / "marks.txt"
-    options = ([str(insncount_plugin()), f"entry={entry:#x}"] + [f"stop={s:#x}" for s in stops]
-               + [f"mark={a:#x}" for a in sites.values()] + [f"out={result}"])
-    cmd = runner.command(_counter(target) + ["-plugin", ",".join(options)], exe, [str(f) for f in files])
-    subprocess.run(cmd, check=True, capture_output=True, stdin=subprocess.DEVNULL, timeout=900)
-    counts, total = {}, 0
-    for line in result.read_text().splitlines():
-        f = line.split()
-        if f[0] == "mark":
-            counts[int(f[1], 16)] = int(f[3])
-        elif f[0] == "insns":
-            total = int(f[1])
+    prefix = counting_prefix(target, exe, f"{name}_run", result, marks=tuple(sites.values()))
+    subprocess.run(runner.command(prefix, exe, [str(f) for f in files]), check=True, capture_output=True,
+                   stdin=subprocess.DEVNULL, timeout=900)
+    count = read_count(target, result)
     rows = []
     for k, step in execution_order(schedule):
-        fn = f"{name}_step{k}"
-        insns = counts.get(sites[fn], 0) if fn in sites else 0
+        insns, cycles = count.marks.get(sites.get(f"{name}_step{k}", -1), (0, 0 if count.cycles is not None else None))
         rows.append(dict(step=k, op=label(schedule, step), macs=primitives.get(step.op).macs(schedule.io(step)),
-                         insns=insns))
-    rows.append(dict(step="-", op="(rest of _run)", macs=0, insns=total - sum(r["insns"] for r in rows)))
+                         insns=insns, cycles=cycles))
+    rest_cycles = None if count.cycles is None else count.cycles - sum(r["cycles"] for r in rows)
+    rows.append(dict(step="-", op="(rest of _run)", macs=0, insns=count.instructions - sum(r["insns"] for r in rows),
+                     cycles=rest_cycles))
     return rows
 
 
 def table(rows: list[dict]) -> str:
     total = sum(r["insns"] for r in rows)
     macs = sum(r["macs"] for r in rows)
-    out = [f"{'step':>4}  {'op':<44} {'MACs':>9} {'instr':>10} {'instr/MAC':>9} {'share':>6}"]
+    timed = all(r["cycles"] is not None for r in rows)
+    cycles = sum(r["cycles"] for r in rows) if timed else 0
+    head = f"{'step':>4}  {'op':<44} {'MACs':>9} {'instr':>10} {'instr/MAC':>9} {'share':>6}"
+    out = [head + (f" {'cycles':>10} {'cyc/MAC':>7}" if timed else "")]
     for r in rows:
-        per = f"{r['insns'] / r['macs']:.2f}" if r["macs"] else "-"
-        out.append(f"{r['step']:>4}  {r['op']:<44} {r['macs']:>9,} {r['insns']:>10,} {per:>9} "
-                   f"{100 * r['insns'] / max(total, 1):5.1f}%")
-    out.append(f"{'':>4}  {'total':<44} {macs:>9,} {total:>10,} {total / max(macs, 1):>9.2f}")
+        line = (f"{r['step']:>4}  {r['op']:<44} {r['macs']:>9,} {r['insns']:>10,} {_per(r['insns'], r['macs']):>9} "
+                f"{100 * r['insns'] / max(total, 1):5.1f}%")
+        out.append(line + (f" {r['cycles']:>10,} {_per(r['cycles'], r['macs']):>7}" if timed else ""))
+    last = f"{'':>4}  {'total':<44} {macs:>9,} {total:>10,} {total / max(macs, 1):>9.2f}"
+    out.append(last + (f" {'':>6} {cycles:>10,} {cycles / max(macs, 1):>7.2f}" if timed else ""))
     return "\n".join(out)
+
+
+def _per(value: int, macs: int) -> str:
+    return f"{value / macs:.2f}" if macs else "-"
 
 
 def main(argv: list[str] | None = None) -> int:

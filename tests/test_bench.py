@@ -1,6 +1,7 @@
 """The benchmark scripts (bench/, run by hand) measure with the same machinery as `qcodegen verify`: on one small
-model and Cortex-M4, targets_bench's instruction count equals verify's, and profile_steps' per-step counts add up
-to it (the Cortex-M steps are already out of line, so the profiling copy of model.c is the same code)."""
+model and Cortex-M4, targets_bench's instruction count and cycle estimate equal verify's, and profile_steps'
+per-step counts add up to them (the Cortex-M steps are already out of line, so the profiling copy of model.c is the
+same code). targets_bench's same-ISA comparison with XNNPACK on a host without ISAs wider than AVX2."""
 
 import json
 import sys
@@ -38,8 +39,30 @@ def test_bench_scripts_count_what_verify_counts(fc_model, tmp_path, capsys):
                                "--json", str(out)]) == 0
     (row,) = json.loads(out.read_text())
     assert row["bit_exact"] is True and row["instructions"] == verified["instructions"]
+    assert row["cycles"] == verified["cycles_estimate"] > verified["instructions"]
+    assert row["timing_model"] == verified["timing_model"] == "qc-cortex-m4-v1"
     assert (row["text_bytes"], row["rodata_bytes"]) == (verified["text_bytes"], verified["rodata_bytes"])
 
     steps = profile_steps.profile(fc_model, "cortex-m4", tmp_path)
     assert sum(r["insns"] for r in steps) == verified["instructions"]
+    assert sum(r["cycles"] for r in steps) == verified["cycles_estimate"]
     assert sum(r["macs"] for r in steps) == row["macs"]
+
+
+def test_same_isa_reference_on_hosts_without_wider_isas():
+    """An AVX2-only host (an AMD EPYC without AVX-512): XNNPACK as shipped is the same-ISA reference, so the
+    same-ISA goal is decided from it instead of "not met" over n/a columns; with a wider ISA the masked run is."""
+    avx2_host = frozenset({"sse4_2", "avx", "avx2", "fma", "bmi2"})
+    assert targets_bench.same_isa_reference(avx2_host) == "as shipped"
+    for wider in ("avx512f", "avx_vnni", "amx_int8"):
+        assert targets_bench.same_isa_reference(avx2_host | {wider}) == "masked"
+
+    rows = [targets_bench.Row(m, "x86-avx2", macs=1, bit_exact=True, ours_us=50.0, xnnpack_us=100.0)
+            for m in models.MLPERF]  # what an AVX2-only host measures: no masked XNNPACK run
+    same_isa = [g for g in targets_bench.goals(rows, "as shipped") if "same ISA" in g]
+    assert len(same_isa) == 1 and "no ISA wider than AVX2" in same_isa[0]
+    assert "met (ds_cnn 0.50" in same_isa[0] and "not met" not in same_isa[0]
+    rows[0].ours_us = 150.0
+    assert "**not met** (ds_cnn 1.50" in next(g for g in targets_bench.goals(rows, "as shipped") if "same ISA" in g)
+    masked = next(g for g in targets_bench.goals(rows, "masked") if "same ISA" in g)
+    assert "not measured" in masked and "not met" not in masked  # n/a reference: never a verdict

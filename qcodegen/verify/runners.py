@@ -7,9 +7,10 @@ Measurements (docs/targets.md): with `measure=True` a harness runner counts, on 
 of one inference -- every instruction executed from the entry of `<name>_run` to its return, callees
 included -- with a QEMU TCG plugin (runtime/qemu/qc_insncount.c, built with the host compiler). The window
 opens at the first instruction of `<name>_run` and closes at the return site after the call in main(), both
-found by disassembling main(). `text_bytes` / `rodata_bytes` are the `.text*` / `.rodata*` sections of the
-generated model.c and model_weights.c compiled with the target's flags (harness, C library and compiler
-runtime helpers excluded)."""
+found by disassembling main(). On a core with a timing model (qcodegen/verify/timing: Cortex-M4, M7, M55) the
+plugin also estimates the cycles of the same window (`cycles_estimate`, labelled with `timing_model`).
+`text_bytes` / `rodata_bytes` are the `.text*` / `.rodata*` sections of the generated model.c and
+model_weights.c compiled with the target's flags (harness, C library and compiler runtime helpers excluded)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -30,6 +32,7 @@ from ..codegen.targets import Target
 from ..errors import BuildError
 from ..resources import data_path
 from .build import cache_dir, compile_cached
+from .timing import cost_table, timing_model
 
 Trace = dict[int, list[bytes]]
 
@@ -89,7 +92,7 @@ class HostRunner:
             raise BuildError(f"{model.name}_run returned {rc}")
         return outputs, (steps if trace else None)
 
-    def measurements(self, model: GeneratedModel) -> dict[str, int]:
+    def measurements(self, model: GeneratedModel) -> dict[str, int | str]:
         """Nothing is measured in-process."""
         return {}
 
@@ -183,14 +186,49 @@ def call_window(objdump: str, exe: Path, symbol: str) -> tuple[int, list[int]]:
     return entry, stops
 
 
-def _read_count(path: Path) -> int:
+@dataclass(frozen=True)
+class Count:
+    """What the counting plugin measured, per window (one call of the counted function)."""
+    instructions: int
+    cycles: int | None              # estimated (None: the target's core has no timing model)
+    timing_model: str | None
+    marks: dict[int, tuple[int, int | None]]  # segment mark address -> (instructions, cycles), all windows
+
+
+def counting_prefix(target: Target, exe: Path, symbol: str, result: Path, marks: tuple[int, ...] = ()
+                    ) -> list[str]:
+    """The QEMU command prefix that runs `exe` counting the calls of `symbol` from main() (and estimating their
+    cycles where the core has a timing model), the plugin writing to `result` (read it with read_count)."""
+    objdump = binutil(target, "objdump")
+    entry, stops = call_window(objdump, exe, symbol)
+    options = [f"entry={entry:#x}"] + [f"stop={s:#x}" for s in stops] + [f"mark={a:#x}" for a in marks]
+    core = timing_model(target)
+    if core is not None:
+        options.append(f"timing={cost_table(core, objdump, exe, entry)}")
+    return _counter(target) + ["-plugin", ",".join([str(insncount_plugin())] + options + [f"out={result}"])]
+
+
+def read_count(target: Target, path: Path) -> Count:
+    """The plugin's result file (see counting_prefix), per window."""
     if not path.exists():
         raise BuildError("the instruction-counting plugin wrote no result")
-    fields = dict(line.split() for line in path.read_text().splitlines())
-    calls, insns = int(fields["calls"]), int(fields["insns"])
+    fields, marks = {}, {}
+    for line in path.read_text().splitlines():
+        words = line.split()
+        if words[0] == "mark":  # mark ADDR insns N hits H cycles K
+            marks[int(words[1], 16)] = (int(words[3]), int(words[7]))
+        else:
+            fields[words[0]] = int(words[1])
+    calls = fields["calls"]
     if calls < 1:
         raise BuildError("the counted function was never left through its return site")
-    return insns // calls
+    if fields.get("untimed"):
+        raise BuildError(f"{fields['untimed']} executed instructions are missing from the timing table "
+                         "(not in the disassembly of the executable)")
+    core = timing_model(target)
+    cycles = fields["cycles"] // calls if "cycles" in fields else None
+    return Count(fields["insns"] // calls, cycles, core.label if core and cycles is not None else None,
+                 {a: (n, c if "cycles" in fields else None) for a, (n, c) in marks.items()})
 
 
 def code_size(target: Target, model: GeneratedModel, extra_cflags: tuple[str, ...] = ()) -> dict[str, int]:
@@ -232,8 +270,8 @@ class HarnessRunner:
         self.target = target
         self.extra_cflags = extra_cflags
         self.measure = measure
-        self.counts = measure and cannot_count(target) is None
-        self.instructions: dict[Path, int] = {}  # per executable: one inference, counted on its first run
+        self.counting = measure and cannot_count(target) is None
+        self.counts: dict[Path, Count] = {}  # per executable: one inference, counted on its first run
 
     def executable(self, model: GeneratedModel) -> Path:
         main = model.outdir / "main.c"
@@ -267,9 +305,10 @@ class HarnessRunner:
                 in_files.append(path)
             out_files = [tmpdir / f"out{i}.bin" for i in range(len(model.outputs))]
             args = (["-n", str(repeat)] if repeat != 1 else []) + [str(p) for p in in_files + out_files]
-            counting = self.counts and exe not in self.instructions
+            counting = self.counting and exe not in self.counts
             count_file = tmpdir / "insns.txt"
-            prefix = self._counting_prefix(model, exe, count_file) if counting else list(self.target.emulator)
+            prefix = (counting_prefix(self.target, exe, f"{model.name}_run", count_file) if counting
+                      else list(self.target.emulator))
             try:
                 proc = subprocess.run(self.command(prefix, exe, args), capture_output=True, text=True,
                                       stdin=subprocess.DEVNULL, timeout=self.timeout)
@@ -278,17 +317,22 @@ class HarnessRunner:
             if proc.returncode != 0:
                 raise BuildError(f"harness exited with {proc.returncode}: {proc.stderr.strip()[:500]}")
             if counting:
-                self.instructions[exe] = _read_count(count_file)
+                self.counts[exe] = read_count(self.target, count_file)
             outputs = [read_raw(p, b.shape, b.dtype.numpy, b.dtype.is_packed)
                        for p, b in zip(out_files, model.outputs, strict=True)]
         return outputs, None
 
-    def measurements(self, model: GeneratedModel) -> dict[str, int]:
-        """instructions (when counted) and code size of the generated model (when measuring)."""
+    def measurements(self, model: GeneratedModel) -> dict[str, int | str]:
+        """instructions (when counted), the estimated cycles and the timing model that estimated them (where the
+        core has one), and the code size of the generated model (when measuring)."""
         if not self.measure:
             return {}
-        exe = self.executable(model)
-        found = {"instructions": self.instructions[exe]} if exe in self.instructions else {}
+        count = self.counts.get(self.executable(model))
+        found: dict[str, int | str] = {}
+        if count is not None:
+            found["instructions"] = count.instructions
+            if count.cycles is not None and count.timing_model is not None:
+                found |= {"cycles_estimate": count.cycles, "timing_model": count.timing_model}
         return found | code_size(self.target, model, self.extra_cflags)
 
 
