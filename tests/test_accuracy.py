@@ -13,6 +13,7 @@ from qcodegen import api
 from qcodegen.cli import main
 from qcodegen.verify.accuracy import tensor_error
 
+pytestmark = pytest.mark.filterwarnings("ignore:.*experimental_preserve_all_tensors")
 pytest.importorskip("ai_edge_litert", reason="needs LiteRT (pip install ai-edge-litert)")
 tflm = pytest.importorskip("qcodegen.verify.tflm_oracle")
 
