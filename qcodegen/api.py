@@ -73,12 +73,14 @@ def _source_hash(model: Model) -> str | None:
 
 def compile(model: Model, output: str | Path | None = None, *, target: str = "generic", name: str | None = None,
             harness: bool = False, weight_layout: str | None = None, hybrid: str | None = None,
-            force: bool = False) -> CompileResult:
+            force: bool = False, profile: bool = False) -> CompileResult:
     """Generate the C folder of `model` for `target` and its reports (`<name>_report.{txt,json,html,csv}`), build
     files (`CMakeLists.txt`, `<name>.mk`) and metadata (`<name>.json`).
 
     `output` defaults to a folder named after the model. A folder that a previous compile wrote is emptied of that
-    compile's files first; a folder holding files qcodegen did not write is refused unless `force`."""
+    compile's files first; a folder holding files qcodegen did not write is refused unless `force`. `profile`: run
+    one inference on the target (under QEMU) and add the instructions (and estimated cycles) of each layer to the
+    reports."""
     tgt = load_target(target, weight_layout)
     schedule = plan(model, hybrid=hybrid)
     cname = c_identifier(name or schedule.name)
@@ -90,6 +92,13 @@ def compile(model: Model, output: str | Path | None = None, *, target: str = "ge
 
     sizes = code_size(tgt, generated) if not tgt.missing_tools() else {}
     report = _report(schedule, tgt, sizes)
+    if profile:
+        from .verify.profile import as_json
+        from .verify.profile import profile as profile_layers
+
+        rows = profile_layers(schedule, tgt)
+        report["instructions_per_layer"] = [r.instructions for r in rows[:-1]]
+        report["profile"] = as_json(rows, tgt)
     files = list(generated.files)
     files += _write_reports(folder.path, cname, report)
     files += write_build_files(generated, tgt)
@@ -139,6 +148,15 @@ def run(model: Model, inputs: Sequence[np.ndarray], *, target: str = "generic", 
         generated = generate(schedule, Path(tmp), tgt, harness=tgt.runner == "harness")
         outputs, _ = get_runner(tgt).run(generated, arrays)
     return outputs
+
+
+def profile(model: Model, *, target: str, weight_layout: str | None = None, hybrid: str | None = None,
+            seed: int = 0) -> list[Any]:
+    """Instructions (and estimated cycles) of each layer of one inference on `target` (a target whose runner counts
+    instructions under QEMU): `LayerCount` rows in execution order, then the rest of the run function."""
+    from .verify.profile import profile as profile_layers
+
+    return profile_layers(plan(model, hybrid=hybrid), load_target(target, weight_layout), seed=seed)
 
 
 def inspect(model: Model, *, hybrid: str | None = None) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -29,7 +30,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _compile(args: argparse.Namespace) -> int:
     result = api.compile(args.model, args.output, target=args.target, name=args.name, harness=args.harness,
-                         weight_layout=args.weight_layout, hybrid=args.hybrid, force=args.force)
+                         weight_layout=args.weight_layout, hybrid=args.hybrid, force=args.force,
+                         profile=args.profile)
     rom = f", ROM {result.rom_bytes:,} B (code {result.code_bytes:,} + weights {result.weights_bytes:,})" \
         if result.rom_bytes is not None else f", weights {result.weights_bytes:,} B"
     print(f"wrote {len(result.files)} files to {result.outdir}/ ({result.name}_run for {result.target}, arena "
@@ -85,6 +87,17 @@ def _verify(args: argparse.Namespace) -> int:
               f"over {result.samples} samples; first at step {fm.get('step')} ({fm.get('source', '')}) tensor "
               f"{fm.get('tensor')!r} index {fm.get('index')}: expected {fm.get('expected')}, got {fm.get('got')}")
     return EXIT_OK if result.passed else EXIT_MISMATCH
+
+
+def _profile(args: argparse.Namespace) -> int:
+    from .codegen import load_target
+    from .verify.profile import as_json, table
+
+    rows = api.profile(args.model, target=args.target, weight_layout=args.weight_layout, hybrid=args.hybrid,
+                       seed=args.seed)
+    target = load_target(args.target, args.weight_layout)
+    print(json.dumps(as_json(rows, target)) if args.json else table(rows))
+    return EXIT_OK
 
 
 def _inspect(args: argparse.Namespace) -> int:
@@ -151,6 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--harness", action="store_true", help="also emit main.c and a Makefile (a command-line harness)")
     c.add_argument("--force", action="store_true",
                    help="write into a folder that holds files qcodegen did not write (they are kept)")
+    c.add_argument("--profile", action="store_true",
+                   help="run one inference on the target (QEMU) and add instructions per layer to the reports")
     _hybrid_option(c)
     _weight_layout_option(c)
     c.set_defaults(func=_compile)
@@ -187,6 +202,16 @@ def build_parser() -> argparse.ArgumentParser:
     _weight_layout_option(v)
     v.set_defaults(func=_verify)
 
+    pr = _command(sub, "profile", "instructions (and estimated cycles) per layer of one inference on a target")
+    _model_argument(pr)
+    pr.add_argument("-t", "--target", required=True, metavar="TARGET",
+                    help="a target that counts instructions (`qcodegen targets`: 'counts instructions')")
+    pr.add_argument("--seed", type=int, default=0, help="seed of the random input")
+    pr.add_argument("--json", action="store_true", help="print one JSON object")
+    _hybrid_option(pr)
+    _weight_layout_option(pr)
+    pr.set_defaults(func=_profile)
+
     i = _command(sub, "inspect", "show the schedule, fixed-point parameters and memory plan")
     _model_argument(i)
     i.add_argument("--json", action="store_true", help="print one JSON object (docs/schemas/inspect.schema.json)")
@@ -206,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     except QcError as exc:
         print(f"qcodegen: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:  # the reader of stdout went away (`| head`): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except OSError as exc:  # a file or folder the user named
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"qcodegen: error: {where}{exc.strerror or exc}", file=sys.stderr)

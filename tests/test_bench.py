@@ -1,7 +1,8 @@
 """The benchmark scripts (bench/, run by hand) measure with the same machinery as `qcodegen verify`: on one small
-model and Cortex-M4, targets_bench's instruction count and cycle estimate equal verify's, and profile_steps'
-per-step counts add up to them (the Cortex-M steps are already out of line, so the profiling copy of model.c is the
-same code). targets_bench's same-ISA comparison with XNNPACK on a host without ISAs wider than AVX2."""
+model and Cortex-M4, targets_bench's instruction count and cycle estimate equal verify's, and `qcodegen profile`'s
+per-layer counts add up to them (the Cortex-M steps are already out of line, so the profiling build is the same
+code); `compile --profile` puts them in the report. targets_bench's same-ISA comparison with XNNPACK on a host
+without ISAs wider than AVX2."""
 
 import json
 import sys
@@ -19,7 +20,6 @@ sys.path.insert(0, str(ROOT))
 pytest.importorskip("tflite_micro", reason="the bench models are built with tflite-micro's model builder")
 models = pytest.importorskip("bench.models")
 targets_bench = pytest.importorskip("bench.targets_bench")
-profile_steps = pytest.importorskip("bench.profile_steps")
 
 
 @pytest.fixture
@@ -43,10 +43,20 @@ def test_bench_scripts_count_what_verify_counts(fc_model, tmp_path, capsys):
     assert row["timing_model"] == verified["timing_model"] == "qc-cortex-m4-v1"
     assert (row["text_bytes"], row["rodata_bytes"]) == (verified["text_bytes"], verified["rodata_bytes"])
 
-    steps = profile_steps.profile(fc_model, "cortex-m4", tmp_path)
-    assert sum(r["insns"] for r in steps) == verified["instructions"]
-    assert sum(r["cycles"] for r in steps) == verified["cycles_estimate"]
-    assert sum(r["macs"] for r in steps) == row["macs"]
+    capsys.readouterr()
+    assert qcodegen(["profile", str(fc_model), "-t", "cortex-m4", "--json"]) == 0
+    profiled = json.loads(capsys.readouterr().out)
+    layers = profiled["layers"]
+    assert profiled["instructions"] == sum(r["instructions"] for r in layers) == verified["instructions"]
+    assert profiled["cycles_estimate"] == sum(r["cycles_estimate"] for r in layers) == verified["cycles_estimate"]
+    assert profiled["macs"] == sum(r["macs"] for r in layers) == row["macs"]
+    assert all(r["instructions"] > 0 for r in layers if r["macs"])
+
+    assert qcodegen(["compile", str(fc_model), "-t", "cortex-m4", "-o", str(tmp_path / "out"), "--profile"]) == 0
+    report = json.loads(next((tmp_path / "out").glob("*_report.json")).read_text())
+    assert report["instructions_per_layer"] == [r["instructions"] for r in layers[:-1]]
+    html = next((tmp_path / "out").glob("*_report.html")).read_text()
+    assert "Instructions per layer (cortex-m4)" in html
 
 
 def test_same_isa_reference_on_hosts_without_wider_isas():

@@ -239,7 +239,9 @@ def _harness_files(env: jinja2.Environment, target: Target, ctx: dict, outdir: P
 
 
 def generate(schedule: Schedule, outdir: Path, target: Target, name: str | None = None,
-             harness: bool = False) -> GeneratedModel:
+             harness: bool = False, profiling: bool = False) -> GeneratedModel:
+    """Write the C folder. `profiling`: every step function stays a function (noinline), so that the instructions
+    of each step can be counted at the return sites of its call (qcodegen/verify/profile.py)."""
     name = c_identifier(name or schedule.name)
     prefix = name
     outdir.mkdir(parents=True, exist_ok=True)
@@ -309,7 +311,8 @@ def generate(schedule: Schedule, outdir: Path, target: Target, name: str | None 
     edges = {b.name: edge_quantization(b.quant, schedule.source_format) for b in api_in + api_out}
     ctx = dict(name=name, NAME=name.upper(), schedule=schedule, steps=steps, inputs=api_in, outputs=api_out,
                unused_inputs=unused_inputs, edges=edges,
-               consts=const_arrays, arena_size=schedule.arena_size, c_names=c_names, target=target)
+               consts=const_arrays, arena_size=schedule.arena_size, c_names=c_names, target=target,
+               profiling=profiling)
     files = {
         f"{name}.h": "model.h.j2",
         f"{name}.c": "model.c.j2",

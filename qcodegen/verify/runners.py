@@ -288,11 +288,6 @@ class HarnessRunner:
     def command(self, prefix: list[str], exe: Path, args: list[str]) -> list[str]:
         return prefix + [str(exe)] + args
 
-    def _counting_prefix(self, model: GeneratedModel, exe: Path, result: Path) -> list[str]:
-        entry, stops = call_window(binutil(self.target, "objdump"), exe, f"{model.name}_run")
-        options = [f"entry={entry:#x}"] + [f"stop={s:#x}" for s in stops] + [f"out={result}"]
-        return _counter(self.target) + ["-plugin", ",".join([str(insncount_plugin())] + options)]
-
     def run(self, model: GeneratedModel, inputs: list[np.ndarray], trace: bool = False,
             repeat: int = 1) -> tuple[list[np.ndarray], Trace | None]:
         exe = self.executable(model)
