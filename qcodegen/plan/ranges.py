@@ -1,7 +1,11 @@
 """Range analysis: bound every integer buffer and every accumulator, proving no intermediate overflows.
 
-Primitives compute output bounds from input bounds (and constant values); a primitive raises PlanError
-when an accumulator could leave its type. Inputs are bounded by their quantized storage range."""
+Primitives compute output bounds from input bounds (and constant values). Inputs are bounded by their quantized
+storage range, constants by their values. Where the bounds do not prove that a step's arithmetic stays in its
+type (an int32 sum of unbounded terms, the reciprocal iterations of a softmax, ...), the primitive widens the step
+instead (Step.widened: int64 arithmetic, the stored result saturated to the output type), and that step's output
+bound is what the saturated C can store. A widened step is taken out of its fused group: the fused kernels
+compute in the proven types. Primitives that cannot widen raise PlanError naming the step."""
 
 from __future__ import annotations
 
@@ -27,9 +31,27 @@ def analyse_ranges(schedule: Schedule) -> None:
         try:
             result = primitives.get(step.op).value_ranges(io, in_ranges)
         except PlanError as exc:
-            where = f" ({step.source})" if step.source else ""
-            raise type(exc)(f"step {k}{where}: {exc}") from None
+            raise type(exc)(f"step {k}{_where(step.source)}: {exc}") from None
         for buf, rng in zip(io.outs, result.outputs, strict=True):
             if not buf.dtype.is_float:
                 buf.value_range = (int(rng[0]), int(rng[1]))
         step.acc_bound = result.acc
+        step.widened = result.widened
+    _report_widened(schedule)
+
+
+def _where(source: str) -> str:
+    return f" ({source})" if source else ""
+
+
+def _report_widened(schedule: Schedule) -> None:
+    widened = [k for k, s in enumerate(schedule.steps) if s.widened is not None]
+    if not widened:
+        return
+    unfused = [last for last, f in schedule.fused.items() if set(f.attrs["steps"]) & set(widened)]
+    for last in unfused:
+        del schedule.fused[last]
+    schedule.notes.append(
+        f"widened {len(widened)} step(s) to int64 arithmetic, saturated to the output type, where the input "
+        f"bounds do not prove the int32/i48 arithmetic in range (steps {', '.join(map(str, widened))}; per step: "
+        f"`widened`)" + (f"; {len(unfused)} fused group(s) containing them run unfused" if unfused else ""))

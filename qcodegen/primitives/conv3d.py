@@ -17,7 +17,15 @@ import numpy as np
 from ..ir.schedule import StepIO
 from .base import Primitive, Ranges, register, require
 from .conv2d import ConvBase
-from .geometry import _output_extent, accumulator_bounds, int_list, operand_interval
+from .geometry import (
+    _output_extent,
+    acc_bits,
+    accumulator_check,
+    accumulator_context,
+    accumulator_ranges,
+    int_list,
+    operand_interval,
+)
 from .pointwise import unpredictable_unless
 
 _TYPES = {("i8", "i8"): "i32", ("i8", "i4"): "i32", ("i16", "i8"): "i48"}
@@ -100,9 +108,10 @@ class Conv3D(Primitive):
         oc = io.ins[1].shape[0]
         taps = (w_lo.reshape(oc, -1) - p["wzp"], w_hi.reshape(oc, -1) - p["wzp"])
         where = self.name + (f" ({io.step.source})" if io.step.source else "")
-        acc = accumulator_bounds(where, taps, (min(lo, 0), max(hi, 0)), operand_interval(io.ins[2], in_ranges[2]),
-                                 32 if p["acc_type"] == "i32" else 48)
-        return Ranges([acc], acc=acc)
+        bits = acc_bits(p["acc_type"])
+        acc, overflow = accumulator_check(where, taps, (min(lo, 0), max(hi, 0)),
+                                          operand_interval(io.ins[2], in_ranges[2]), bits)
+        return accumulator_ranges(acc, overflow, bits)
 
     def macs(self, io: StepIO) -> int:
         return int(np.prod(io.outs[0].shape, dtype=np.int64)) * int(np.prod(io.ins[1].shape[1:], dtype=np.int64))
@@ -113,5 +122,4 @@ class Conv3D(Primitive):
         (idp, ih, iw), (od, oh, ow) = g["size"], self.out_size(io)
         return dict(p, n=g["n"], id=idp, ih=ih, iw=iw, ic=g["ic"], oc=g["oc"], kd=kd, kh=kh, kw=kw, sd=sd, sy=sy,
                     sx=sx, dd=dd, dy=dy, dx=dx, od=od, oh=oh, ow=ow, pd=g["pad"][0], pt=g["pad"][2], pl=g["pad"][4],
-                    acc_ctype="int32_t" if p["acc_type"] == "i32" else "int64_t",
-                    bias_per_channel=io.ins[2].shape[0] > 1)
+                    **accumulator_context(io, p["acc_type"]), bias_per_channel=io.ins[2].shape[0] > 1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..fixedpoint import Rounding, Unpredictable, apply_scale_16, apply_scale_32
-from ..ir.schedule import StepIO
+from ..ir.schedule import StepIO, Widening
 from .base import Primitive, Ranges, register, require
 
 _IN_TYPES = {"i8", "u8", "i16", "u16", "i32", "i48"}
@@ -118,11 +118,16 @@ class Rescale(Primitive):
         if p["in_unsigned"] and lo < 0:
             lo, hi = 0, (1 << p["in_bits"]) - 1
         ends = np.array([[lo], [hi]], np.int64) - io.attrs["input_zp"]
-        r = self._apply(io, ends, 1)  # rows: low/high input, columns: channels (monotone per channel)
-        out = (int(r.min()), int(r.max()))
+        widened = None
+        try:
+            r = self._apply(io, ends, 1)  # rows: low/high input, columns: channels (monotone per channel)
+            out = (int(r.min()), int(r.max()))
+        except Unpredictable as exc:  # a data-dependent REQUIRE: the C (int64, clamped) stays in [lo, hi]
+            out = (p["lo"], p["hi"])
+            widened = Widening(f"RESCALE: inputs in [{lo}, {hi}]: {exc}", (lo, hi))
         if p["out_unsigned"] and io.outs[0].dtype.signed:
             out = (io.outs[0].dtype.min, io.outs[0].dtype.max)  # stored bit patterns wrap
-        return Ranges([out])
+        return Ranges([out], widened=widened)
 
     def constants(self, io: StepIO) -> dict[str, np.ndarray]:
         if not self.params(io)["per_channel"]:
