@@ -105,7 +105,15 @@ class Net:
                                                                    filterHeight=h, filterWidth=w)))
         return y
 
-    def softmax(self, x: TensorSpec) -> TensorSpec:
+    def softmax(self, x: TensorSpec, logits_std: float | None = None) -> TensorSpec:
+        """SOFTMAX of x. logits_std: first rescale the real values of the layer that computes x (its weight, bias
+        and output scales by one factor: the same integers) so that the logits spread over about logits_std real
+        units, as a trained classifier's do (else they grow layer by layer and the softmax is one-hot)."""
+        if logits_std is not None:
+            layer = next(op for op in self.ops if op.outputs[0] is x)
+            factor = logits_std / (x.scale * self.spread[id(x)])
+            for t in (layer.inputs[1], layer.inputs[2], x):
+                t.scale = [s * factor for s in t.scale] if isinstance(t.scale, list) else t.scale * factor
         y = (TensorSpec(x.shape, scale=1.0 / 256, zero_point=-128, name="probabilities") if self.dtype == "int8" else
              TensorSpec(x.shape, "int16", scale=1.0 / 32768, zero_point=0, name="probabilities"))
         self.ops.append(OpSpec("SOFTMAX", [x], [y], dict(beta=1.0)))
@@ -119,15 +127,17 @@ def _out_size(size: int, kernel: int, stride: int, padding: int) -> int:
     return (size + stride - 1) // stride if padding == SAME else (size - kernel) // stride + 1
 
 
-def ds_cnn(channels: int = 64, blocks: int = 4, frames: int = 49, activations: str = "int8") -> bytes:
+def ds_cnn(channels: int = 64, blocks: int = 4, frames: int = 49, activations: str = "int8",
+           logits_std: float | None = None) -> bytes:
     """DS-CNN (KWS): conv 10x4 s2 64, four depthwise-separable blocks of 64, average pool, FC 12, softmax
-    (tests build smaller variants: fewer channels, blocks or frames; activations="int16": the 16x8 scheme)."""
+    (tests build smaller variants: fewer channels, blocks or frames; activations="int16": the 16x8 scheme;
+    logits_std: see Net.softmax)."""
     net = Net(1, (1, frames, 10, 1), scale=0.4, zero_point=20, activations=activations)
     x = net.conv(net.input, channels, (10, 4), stride=2)
     for _ in range(blocks):
         x = net.conv(net.depthwise(x), channels, (1, 1))
     x = net.fully_connected(net.avg_pool(x), 12, act=NONE)
-    return net.build(net.softmax(x))
+    return net.build(net.softmax(x, logits_std))
 
 
 def mobilenet_v1() -> bytes:

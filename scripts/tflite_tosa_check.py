@@ -51,6 +51,7 @@ def bench_models() -> ModuleType:
     """bench/models.py (the benchmarks' model builders; not part of the installed package)."""
     spec = importlib.util.spec_from_file_location("qc_bench_models", ROOT / "bench" / "models.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
@@ -71,11 +72,15 @@ def activations_model(models: ModuleType) -> bytes:
 
 
 def default_models(workdir: Path) -> list[Path]:
-    """The shared .tflite models, the bench models (built into workdir), the 16x8 KWS and the activations graph."""
+    """The shared .tflite models, the bench models (built into workdir; DS-CNN also with logits spread over about 2
+    real units, as a trained classifier's: the bench builds' logits are so wide that their softmax is one-hot),
+    the 16x8 DS-CNN (both ways) and the activations graph."""
     paths = sorted((SHARED / "testdata" / "tflite" / "models").glob("*.tflite"))
     models = bench_models()
-    built = {name: builder for name, builder in models.BUILT.items()}
+    built = dict(models.BUILT)
+    built["ds_cnn_logits2"] = lambda: models.ds_cnn(logits_std=2.0)  # a softmax over logits of a trained net's
     built["ds_cnn_16x8"] = lambda: models.ds_cnn(activations="int16")
+    built["ds_cnn_16x8_logits2"] = lambda: models.ds_cnn(activations="int16", logits_std=2.0)
     built["activations"] = lambda: activations_model(models)
     for name, builder in built.items():
         path = workdir / f"{name}.tflite"
@@ -143,6 +148,8 @@ class Result:
     max_diff: int = 0
     unpredictable: int = 0  # samples on which the numpy reference finds a TOSA REQUIRE violated
     first: str = ""  # the first differing element
+    refmodel_mismatches: int = 0  # output elements where qcodegen differs from the TOSA reference model
+    refmodel_unpredictable: int = 0  # samples on which the reference model reports TOSA_UNPREDICTABLE
 
     @property
     def ok(self) -> bool:
@@ -150,7 +157,10 @@ class Result:
 
 
 def check(tflite: Path, workdir: Path, samples: int = 5, seed: int = 0, target: str = "generic") -> Result:
-    """Convert, compile and run `tflite` through TOSA, and compare every output element with TFLM's."""
+    """Convert, compile and run `tflite` through TOSA, and compare every output element with TFLM's (and with the
+    TOSA reference model's, which runs the same .tosa graph)."""
+    import tosa_reference_model
+
     result = Result(tflite.stem)
     try:
         tosa = convert(tflite, workdir / tflite.stem)
@@ -173,6 +183,13 @@ def check(tflite: Path, workdir: Path, samples: int = 5, seed: int = 0, target: 
                 result.unpredictable += 1
             got, _ = runner.run(model, batch)
             want = tflm.run(batch, len(schedule.outputs))
+            refmodel, status = tosa_reference_model.run(tosa.read_bytes(), batch)
+            if status.name == "TOSA_VALID":
+                result.refmodel_mismatches += sum(int(np.count_nonzero(r.reshape(-1).astype(np.int64) !=
+                                                                       g.reshape(-1).astype(np.int64)))
+                                                  for r, g in zip(refmodel, got, strict=True))
+            else:
+                result.refmodel_unpredictable += 1
             for j, (w, g) in enumerate(zip(want, got, strict=True)):
                 w, g = w.reshape(-1).astype(np.int64), g.reshape(-1).astype(np.int64)
                 diff = np.flatnonzero(w != g)
@@ -188,13 +205,17 @@ def check(tflite: Path, workdir: Path, samples: int = 5, seed: int = 0, target: 
 
 
 def report(results: list[Result]) -> str:
-    lines = [f"{'model':<26} {'compiles':<9} {'widened':>7} {'bit-exact vs TFLM':<28} {'unpredictable':>13}"]
+    """One line per model: compiles, widened steps, output elements equal to TFLM's, samples on which qcodegen's
+    reference / the TOSA reference model find a REQUIRE violated, elements differing from the reference model."""
+    lines = [f"{'model':<22} {'compiles':<8} {'widened':>7} {'equal to TFLM':<27} {'unpredictable':>13} "
+             f"{'refmodel':>9} {'!= refmodel':>11}"]
     for r in results:
         if r.error:
-            lines.append(f"{r.model:<26} {'no':<9} {'':>7} {'':<28} {'':>13}  {r.error[:160]}")
+            lines.append(f"{r.model:<22} {'no':<8} {r.error[:160]}")
             continue
         exact = f"{r.elements - r.mismatches}/{r.elements}" + (f" (max |diff| {r.max_diff})" if r.mismatches else "")
-        lines.append(f"{r.model:<26} {'yes':<9} {len(r.widened):>7} {exact:<28} {r.unpredictable:>8}/{r.samples}")
+        lines.append(f"{r.model:<22} {'yes':<8} {len(r.widened):>7} {exact:<27} {r.unpredictable:>8}/{r.samples:<4} "
+                     f"{r.refmodel_unpredictable:>4}/{r.samples:<4} {r.refmodel_mismatches:>11}")
     for r in results:
         if r.widened:
             lines.append(f"{r.model}: widened {', '.join(r.widened)}")
