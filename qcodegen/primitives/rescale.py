@@ -21,6 +21,21 @@ def type_range(bits: int, unsigned: bool) -> tuple[int, int]:
     return (0, (1 << bits) - 1) if unsigned else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
 
 
+def _as_unsigned(lo: int, hi: int, bits: int) -> tuple[int, int]:
+    """The range of the `bits`-bit patterns of values in [lo, hi] read as unsigned numbers."""
+    if lo >= 0 or hi < 0:
+        return lo % (1 << bits), hi % (1 << bits)
+    return 0, (1 << bits) - 1
+
+
+def _as_signed(lo: int, hi: int, bits: int) -> tuple[int, int]:
+    """The range of unsigned values in [lo, hi] (< 2^bits) stored as `bits`-bit two's complement numbers."""
+    half = 1 << (bits - 1)
+    if hi < half or lo >= half:
+        return (lo - 2 * half, hi - 2 * half) if lo >= half else (lo, hi)
+    return -half, half - 1
+
+
 @register
 class Rescale(Primitive):
     """attrs: multiplier, shift (lists: one entry, or one per channel along `axis`), input_zp, output_zp,
@@ -115,8 +130,8 @@ class Rescale(Primitive):
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
         p = self.params(io)
         lo, hi = in_ranges[0]
-        if p["in_unsigned"] and lo < 0:
-            lo, hi = 0, (1 << p["in_bits"]) - 1
+        if p["in_unsigned"]:
+            lo, hi = _as_unsigned(lo, hi, p["in_bits"])
         ends = np.array([[lo], [hi]], np.int64) - io.attrs["input_zp"]
         widened = None
         try:
@@ -126,7 +141,7 @@ class Rescale(Primitive):
             out = (p["lo"], p["hi"])
             widened = Widening(f"RESCALE: inputs in [{lo}, {hi}]: {exc}", (lo, hi))
         if p["out_unsigned"] and io.outs[0].dtype.signed:
-            out = (io.outs[0].dtype.min, io.outs[0].dtype.max)  # stored bit patterns wrap
+            out = _as_signed(*out, p["out_bits"])  # the bit patterns stored in the signed container
         return Ranges([out], widened=widened)
 
     def constants(self, io: StepIO) -> dict[str, np.ndarray]:
