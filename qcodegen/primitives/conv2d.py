@@ -12,7 +12,15 @@ import numpy as np
 
 from ..ir.schedule import StepIO
 from .base import Primitive, Ranges, register, require
-from .geometry import Window, acc_bits, accumulator_check, accumulator_context, accumulator_ranges, operand_interval
+from .geometry import (
+    Window,
+    acc_bits,
+    accumulator_check,
+    accumulator_context,
+    accumulator_ranges,
+    operand_interval,
+    required_accumulator,
+)
 
 # (input, weight) -> accumulator = output = bias type (TOSA 1.0 supported data types)
 _TYPES = {("i8", "i8"): "i32", ("i8", "i4"): "i32", ("i16", "i8"): "i48"}
@@ -148,4 +156,4 @@ class Conv2D(ConvBase):
         taps = self.gathered(io, args[0])
         w = args[1].astype(np.int64) - self.params(io)["wzp"]
         acc = np.tensordot(taps, w, axes=([3, 4, 5], [1, 2, 3]))
-        return [acc + args[2].astype(np.int64)]
+        return [required_accumulator(self.name, acc, args[2].astype(np.int64), acc_bits(self.params(io)["acc_type"]))]

@@ -25,8 +25,8 @@ from .geometry import (
     accumulator_ranges,
     int_list,
     operand_interval,
+    required_accumulator,
 )
-from .pointwise import unpredictable_unless
 
 _TYPES = {("i8", "i8"): "i32", ("i8", "i4"): "i32", ("i16", "i8"): "i48"}
 _AXES = ("depth", "height", "width")
@@ -93,12 +93,7 @@ class Conv3D(Primitive):
                   index[2][None, None, :, None, None, :], :]  # [N, OD, OH, OW, KD, KH, KW, IC]
         w = args[1].astype(np.int64) - p["wzp"]
         acc = np.tensordot(taps, w, axes=([4, 5, 6, 7], [1, 2, 3, 4]))
-        out = acc + args[2].astype(np.int64)
-        bits = 32 if p["acc_type"] == "i32" else 48
-        for what, values in (("the sum of the taps", acc), ("adding the bias", out)):
-            unpredictable_unless((values >= -(1 << (bits - 1))) & (values < 1 << (bits - 1)), self.name,
-                                 f"{what} leaves the i{bits} accumulator")
-        return [out]
+        return [required_accumulator(self.name, acc, args[2].astype(np.int64), acc_bits(p["acc_type"]))]
 
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
         """Border outputs sum fewer taps: the input interval is widened to include 0 (an absent tap)."""

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import PlanError
+from ..fixedpoint import Unpredictable
 from ..ir.schedule import CONST, Buffer, StepIO, Widening
 from .base import Ranges, require
 
@@ -162,6 +163,17 @@ def accumulator_bounds(what: str, weights: tuple[np.ndarray, np.ndarray], x: tup
     if overflow:
         raise PlanError(f"{overflow}; use a wider accumulator or split the reduction")
     return bound
+
+
+def required_accumulator(op: str, taps: np.ndarray, bias: np.ndarray, acc_bits: int) -> np.ndarray:
+    """taps + bias (the reference's exact sums), after TOSA's REQUIREs that the sum of the taps and the sum with
+    the bias stay in the signed `acc_bits` accumulator (Unpredictable otherwise)."""
+    out = taps + bias
+    limit = 1 << (acc_bits - 1)
+    for what, values in (("the sum of the taps", taps), ("adding the bias", out)):
+        if values.size and (values.min() < -limit or values.max() >= limit):
+            raise Unpredictable(f"{op}: {what} leaves the i{acc_bits} accumulator (TOSA REQUIRE)")
+    return out
 
 
 def accumulator_ranges(bound: tuple[int, int], overflow: str | None, acc_bits: int) -> Ranges:

@@ -9,7 +9,14 @@ import numpy as np
 
 from ..ir.schedule import StepIO
 from .base import Primitive, Ranges, register, require
-from .geometry import acc_bits, accumulator_check, accumulator_context, accumulator_ranges, operand_interval
+from .geometry import (
+    acc_bits,
+    accumulator_check,
+    accumulator_context,
+    accumulator_ranges,
+    operand_interval,
+    required_accumulator,
+)
 
 _ACC = {"i8": "i32", "i16": "i48"}
 
@@ -49,7 +56,8 @@ class MatMul(Primitive):
 
     def reference(self, io: StepIO, args: list[np.ndarray]) -> list[np.ndarray]:
         a_zp, b_zp = self.zero_points(io)
-        return [np.matmul(args[0].astype(np.int64) - a_zp, args[1].astype(np.int64) - b_zp)]
+        acc = np.matmul(args[0].astype(np.int64) - a_zp, args[1].astype(np.int64) - b_zp)
+        return [required_accumulator(self.name, acc, np.zeros(1, np.int64), acc_bits(io.outs[0].dtype.name))]
 
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
         a_zp, b_zp = self.zero_points(io)

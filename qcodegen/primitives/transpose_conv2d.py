@@ -15,7 +15,15 @@ import numpy as np
 from ..ir.schedule import StepIO
 from .base import Primitive, Ranges, register, require
 from .conv2d import ConvBase, check_operand_types
-from .geometry import acc_bits, accumulator_check, accumulator_context, accumulator_ranges, int_list, operand_interval
+from .geometry import (
+    acc_bits,
+    accumulator_check,
+    accumulator_context,
+    accumulator_ranges,
+    int_list,
+    operand_interval,
+    required_accumulator,
+)
 
 
 @register
@@ -72,7 +80,7 @@ class TransposeConv2D(Primitive):
         keep_r = (rows >= 0) & (rows < g["oh"])
         keep_c = (cols >= 0) & (cols < g["ow"])
         out[:, rows[keep_r][:, None], cols[keep_c][None, :], :] = full[:, keep_r][:, :, keep_c]
-        return [out + args[2].astype(np.int64)]
+        return [required_accumulator(self.name, out, args[2].astype(np.int64), acc_bits(p["acc_type"]))]
 
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
         """The union over the stride phases (oy - top) mod sy, (ox - left) mod sx: an output pixel sums a subset
