@@ -177,3 +177,20 @@ def test_constant_layout_of_a_graph_output_is_kept():
     sched = step_schedule("RESHAPE", [Const(np.array([[1, 2]]), "i8")], [((2, 1), "i8")], shape=[2, 1])
     fold_constant_layouts(sched)
     assert [s.op for s in sched.steps] == ["RESHAPE"]
+
+
+def test_normalisation_shift_range():
+    """x << (CLZ(x) - 1) for x in [0, 2^21]: 0 or 31 significant bits (the converter's softmax reciprocal)."""
+    sched = step_schedule("CLZ", [Var((1, 1), "i32", 0, 1 << 21)], [((1, 1), "i32")])
+    sched.buffers["out0"].kind = TEMP
+    for name, shape in (("one", (1, 1)), ("amount", (1, 1)), ("y", (1, 1))):
+        sched.add_buffer(Buffer(name, shape, dtype("i32"), CONST if name == "one" else "output",
+                                np.ones(shape, np.int32) if name == "one" else None))
+    sched.buffers["amount"].kind = TEMP
+    sched.outputs = ["y"]
+    sched.steps += [Step("SUB", ["out0", "one"], ["amount"]), Step("LOGICAL_LEFT_SHIFT", ["in0", "amount"], ["y"])]
+    prepare(sched)
+    assert sched.buffers["amount"].value_range == (9, 31)  # (intervals alone: a shifted value of any size)
+    assert sched.buffers["y"].value_range == (0, (1 << 31) - 1)
+    got = [run_reference(sched, [np.array([[v]], np.int32)])["y"].item() for v in (0, 1, 5, 1 << 21)]
+    assert got == [0, 1 << 30, 5 << 28, 1 << 30]

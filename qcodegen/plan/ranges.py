@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .. import primitives
 from ..errors import PlanError
-from ..ir.schedule import CONST, Schedule
+from ..ir.schedule import CONST, Schedule, Step
 
 
 def analyse_ranges(schedule: Schedule) -> None:
@@ -32,12 +32,42 @@ def analyse_ranges(schedule: Schedule) -> None:
             result = primitives.get(step.op).value_ranges(io, in_ranges)
         except PlanError as exc:
             raise type(exc)(f"step {k}{_where(step.source)}: {exc}") from None
-        for buf, rng in zip(io.outs, result.outputs, strict=True):
+        outputs = result.outputs
+        if step.op == "LOGICAL_LEFT_SHIFT":
+            outputs = [_intersect(outputs[0], _normalized(schedule, step))]
+        for buf, rng in zip(io.outs, outputs, strict=True):
             if not buf.dtype.is_float:
                 buf.value_range = (int(rng[0]), int(rng[1]))
         step.acc_bound = result.acc
         step.widened = result.widened
     _report_widened(schedule)
+
+
+def _intersect(a: tuple[int, int], b: tuple[int, int] | None) -> tuple[int, int]:
+    return a if b is None else (max(a[0], b[0]), min(a[1], b[1]))
+
+
+def _normalized(schedule: Schedule, step: Step) -> tuple[int, int] | None:
+    """The bound of x << (CLZ(x) - c), elementwise, for 0 <= x < 2^(32 - c): a normalisation (fixed-point
+    reciprocals: the TFLite -> TOSA softmax) leaves 32 - c significant bits, so the result is 0 or in
+    [2^(31 - c), 2^(32 - c) - 1]. Intervals alone lose that relation between the value and its shift."""
+    x, amount = step.inputs
+    sub = _producer(schedule, amount, "SUB")
+    clz = sub and _producer(schedule, sub.inputs[0], "CLZ")
+    c = sub and schedule.buffers[sub.inputs[1]]
+    if not clz or clz.inputs[0] != x or c.kind != CONST or c.data.size != 1:
+        return None
+    c_value = int(c.data.reshape(-1)[0])
+    lo, hi = schedule.buffers[x].value_range or (-1, 0)
+    shapes = {schedule.buffers[n].shape for n in (x, amount, step.outputs[0])}
+    if len(shapes) != 1 or lo < 0 or not 1 <= c_value <= 31 or hi >= 1 << (32 - c_value):
+        return None
+    return 0 if lo == 0 else 1 << (31 - c_value), (1 << (32 - c_value)) - 1
+
+
+def _producer(schedule: Schedule, name: str, op: str) -> Step | None:
+    k = schedule.producer(name)
+    return schedule.steps[k] if k is not None and schedule.steps[k].op == op else None
 
 
 def _where(source: str) -> str:
