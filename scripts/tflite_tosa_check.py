@@ -81,6 +81,7 @@ def default_models(workdir: Path) -> list[Path]:
     built["ds_cnn_logits2"] = lambda: models.ds_cnn(logits_std=2.0)  # a softmax over logits of a trained net's
     built["ds_cnn_16x8"] = lambda: models.ds_cnn(activations="int16")
     built["ds_cnn_16x8_logits2"] = lambda: models.ds_cnn(activations="int16", logits_std=2.0)
+    built["ds_cnn_16x8_logits8"] = lambda: models.ds_cnn(activations="int16", logits_std=8.0)
     built["activations"] = lambda: activations_model(models)
     for name, builder in built.items():
         path = workdir / f"{name}.tflite"
