@@ -67,7 +67,7 @@ def test_inspect_and_notes_list_widened_steps():
     assert step["widened"] == {"reason": sched.steps[0].widened.reason, "bound": [0, I32_MAX + 1]}
     assert "can leave int32" in step["widened"]["reason"]
     assert any("widened 1 step(s) to int64" in note for note in sched.notes)
-    assert "widened: step 0 (test ADD): int64, saturated: ADD: inputs in" in inspect_text(sched)
+    assert "widened: step 0 (test ADD): int64, saturated: ADD: inputs in" in inspect_text(inspect_dict(sched))
     assert inspect_dict(add((0, 5), (0, 1)))["steps"][0]["widened"] is None
 
 
