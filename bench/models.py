@@ -105,15 +105,19 @@ class Net:
                                                                    filterHeight=h, filterWidth=w)))
         return y
 
+    def spread_reals(self, x: TensorSpec, real_std: float) -> None:
+        """Rescale the real values of the layer that computes x (its weight, bias and output scales by one factor:
+        the same integers) so that x spreads over about real_std real units, as a trained net's activations do
+        (else they grow layer by layer: a softmax of them is one-hot, a tanh saturates)."""
+        layer = next(op for op in self.ops if op.outputs[0] is x)
+        factor = real_std / (x.scale * self.spread[id(x)])
+        for t in (layer.inputs[1], layer.inputs[2], x):
+            t.scale = [s * factor for s in t.scale] if isinstance(t.scale, list) else t.scale * factor
+
     def softmax(self, x: TensorSpec, logits_std: float | None = None) -> TensorSpec:
-        """SOFTMAX of x. logits_std: first rescale the real values of the layer that computes x (its weight, bias
-        and output scales by one factor: the same integers) so that the logits spread over about logits_std real
-        units, as a trained classifier's do (else they grow layer by layer and the softmax is one-hot)."""
+        """SOFTMAX of x; logits_std: first spread_reals(x, logits_std)."""
         if logits_std is not None:
-            layer = next(op for op in self.ops if op.outputs[0] is x)
-            factor = logits_std / (x.scale * self.spread[id(x)])
-            for t in (layer.inputs[1], layer.inputs[2], x):
-                t.scale = [s * factor for s in t.scale] if isinstance(t.scale, list) else t.scale * factor
+            self.spread_reals(x, logits_std)
         y = (TensorSpec(x.shape, scale=1.0 / 256, zero_point=-128, name="probabilities") if self.dtype == "int8" else
              TensorSpec(x.shape, "int16", scale=1.0 / 32768, zero_point=0, name="probabilities"))
         self.ops.append(OpSpec("SOFTMAX", [x], [y], dict(beta=1.0)))

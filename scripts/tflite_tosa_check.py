@@ -57,18 +57,21 @@ def bench_models() -> ModuleType:
 
 
 def activations_model(models: ModuleType) -> bytes:
-    """An int8 graph of the LUT activations: FC 32 -> TANH -> FC 32 -> LOGISTIC -> FC 10 -> SOFTMAX."""
+    """An int8 graph of the LUT activations: FC 32 -> TANH -> FC 32 -> LOGISTIC -> FC 10 -> SOFTMAX, their inputs
+    spread over the activations' unsaturated ranges (about 1.5, 3 and 2 real units)."""
     net = models.Net(5, (1, 48), scale=0.05, zero_point=3)
     x = net.fully_connected(net.input, 32, act=models.NONE)
+    net.spread_reals(x, 1.5)
     tanh = TensorSpec(x.shape, scale=1.0 / 128, zero_point=0, name="tanh")
     net.ops.append(OpSpec("TANH", [x], [tanh]))
-    net.spread[id(tanh)] = 60.0
+    net.spread[id(tanh)] = 80.0
     y = net.fully_connected(tanh, 32, act=models.NONE)
+    net.spread_reals(y, 3.0)
     sigmoid = TensorSpec(y.shape, scale=1.0 / 256, zero_point=-128, name="sigmoid")
     net.ops.append(OpSpec("LOGISTIC", [y], [sigmoid]))
     net.spread[id(sigmoid)] = 60.0
     z = net.fully_connected(sigmoid, 10, act=models.NONE)
-    return net.build(net.softmax(z))
+    return net.build(net.softmax(z, logits_std=2.0))
 
 
 def default_models(workdir: Path) -> list[Path]:
