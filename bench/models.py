@@ -23,18 +23,26 @@ NONE, RELU = 0, 1
 # --- MLPerf-Tiny-shaped models --------------------------------------------------------------------
 class Net:
     """Builds an int8 TFLite model op by op, with random weights and output scales chosen so that the
-    activations of random inputs spread over the int8 range (realistic, not saturated)."""
+    activations of random inputs spread over the int8 range (realistic, not saturated). activations="int16":
+    the 16x8 scheme instead (int16 activations with zero point 0, int8 weights, int64 biases)."""
 
-    def __init__(self, seed: int, shape: tuple[int, ...], scale: float = 0.05, zero_point: int = -10) -> None:
+    def __init__(self, seed: int, shape: tuple[int, ...], scale: float = 0.05, zero_point: int = -10,
+                 activations: str = "int8") -> None:
         self.rng = np.random.default_rng(seed)
         self.ops: list[OpSpec] = []
-        self.input = TensorSpec(shape, scale=scale, zero_point=zero_point, name="input")
-        self.spread: dict[int, float] = {id(self.input): 74.0}  # std of (q - zp) of every activation
+        self.dtype = activations
+        self.lsb = 1.0 if activations == "int8" else 256.0  # activation spreads scale with the type
+        self.input = TensorSpec(shape, activations, scale=scale / self.lsb, zero_point=self._zp(zero_point),
+                                name="input")
+        self.spread: dict[int, float] = {id(self.input): 74.0 * self.lsb}  # std of (q - zp) of every activation
+
+    def _zp(self, zero_point: int) -> int:
+        return zero_point if self.dtype == "int8" else 0
 
     def _activation(self, shape: tuple[int, ...], scale: float, act: int, spread: float,
                     zero_point: int | None = None) -> TensorSpec:
         zp = -128 if act == RELU else (int(self.rng.integers(-20, 20)) if zero_point is None else zero_point)
-        t = TensorSpec(tuple(shape), scale=scale, zero_point=zp, name=f"act{len(self.ops)}")
+        t = TensorSpec(tuple(shape), self.dtype, scale=scale, zero_point=self._zp(zp), name=f"act{len(self.ops)}")
         self.spread[id(t)] = spread
         return t
 
@@ -53,15 +61,15 @@ class Net:
         acc_std = np.sqrt(taps) * 60.0 * self.spread[id(x)]
         bias_scale = [x.scale * float(s) for s in np.broadcast_to(w_scale, channels)]
         bias = np.round(self.rng.normal(0, 0.3 * acc_std, channels)).astype(np.int32)
-        target = 45.0  # std of the output in LSB
+        target = 45.0 * self.lsb  # std of the output in LSB
         out_scale = x.scale * float(np.mean(w_scale)) * acc_std / target
         y = self._activation(out_shape, out_scale, act, target)
         ws = TensorSpec(w_shape, scale=[float(s) for s in w_scale], zero_point=[0] * len(w_scale),
                         axis=w_axis if per_channel else None, data=w, name=f"w{len(self.ops)}")
         if not per_channel:
             ws.scale, ws.zero_point = float(w_scale[0]), 0
-        bs = TensorSpec((channels,), "int32", scale=bias_scale, zero_point=[0] * channels, axis=0, data=bias,
-                        name=f"b{len(self.ops)}")
+        bs = TensorSpec((channels,), "int32" if self.dtype == "int8" else "int64", scale=bias_scale,
+                        zero_point=[0] * channels, axis=0, data=bias, name=f"b{len(self.ops)}")
         self.ops.append(OpSpec(opcode, [x, ws, bs], [y], dict(options, fusedActivationFunction=act)))
         return y
 
@@ -85,20 +93,33 @@ class Net:
 
     def add(self, a: TensorSpec, b: TensorSpec, act: int = RELU) -> TensorSpec:
         spread = float(np.hypot(self.spread[id(a)] * a.scale, self.spread[id(b)] * b.scale))
-        y = self._activation(a.shape, spread / 45.0, act, 45.0)
+        y = self._activation(a.shape, spread / (45.0 * self.lsb), act, 45.0 * self.lsb)
         self.ops.append(OpSpec("ADD", [a, b], [y], dict(fusedActivationFunction=act)))
         return y
 
     def avg_pool(self, x: TensorSpec) -> TensorSpec:
         n, h, w, c = x.shape
-        y = TensorSpec((n, 1, 1, c), scale=x.scale, zero_point=x.zero_point, name=f"act{len(self.ops)}")
+        y = TensorSpec((n, 1, 1, c), self.dtype, scale=x.scale, zero_point=x.zero_point, name=f"act{len(self.ops)}")
         self.spread[id(y)] = self.spread[id(x)] / 4
         self.ops.append(OpSpec("AVERAGE_POOL_2D", [x], [y], dict(padding=VALID, strideH=1, strideW=1,
                                                                    filterHeight=h, filterWidth=w)))
         return y
 
-    def softmax(self, x: TensorSpec) -> TensorSpec:
-        y = TensorSpec(x.shape, scale=1.0 / 256, zero_point=-128, name="probabilities")
+    def spread_reals(self, x: TensorSpec, real_std: float) -> None:
+        """Rescale the real values of the layer that computes x (its weight, bias and output scales by one factor:
+        the same integers) so that x spreads over about real_std real units, as a trained net's activations do
+        (else they grow layer by layer: a softmax of them is one-hot, a tanh saturates)."""
+        layer = next(op for op in self.ops if op.outputs[0] is x)
+        factor = real_std / (x.scale * self.spread[id(x)])
+        for t in (layer.inputs[1], layer.inputs[2], x):
+            t.scale = [s * factor for s in t.scale] if isinstance(t.scale, list) else t.scale * factor
+
+    def softmax(self, x: TensorSpec, logits_std: float | None = None) -> TensorSpec:
+        """SOFTMAX of x; logits_std: first spread_reals(x, logits_std)."""
+        if logits_std is not None:
+            self.spread_reals(x, logits_std)
+        y = (TensorSpec(x.shape, scale=1.0 / 256, zero_point=-128, name="probabilities") if self.dtype == "int8" else
+             TensorSpec(x.shape, "int16", scale=1.0 / 32768, zero_point=0, name="probabilities"))
         self.ops.append(OpSpec("SOFTMAX", [x], [y], dict(beta=1.0)))
         return y
 
@@ -110,15 +131,17 @@ def _out_size(size: int, kernel: int, stride: int, padding: int) -> int:
     return (size + stride - 1) // stride if padding == SAME else (size - kernel) // stride + 1
 
 
-def ds_cnn(channels: int = 64, blocks: int = 4, frames: int = 49) -> bytes:
+def ds_cnn(channels: int = 64, blocks: int = 4, frames: int = 49, activations: str = "int8",
+           logits_std: float | None = None) -> bytes:
     """DS-CNN (KWS): conv 10x4 s2 64, four depthwise-separable blocks of 64, average pool, FC 12, softmax
-    (tests build smaller variants: fewer channels, blocks or frames)."""
-    net = Net(1, (1, frames, 10, 1), scale=0.4, zero_point=20)
+    (tests build smaller variants: fewer channels, blocks or frames; activations="int16": the 16x8 scheme;
+    logits_std: see Net.softmax)."""
+    net = Net(1, (1, frames, 10, 1), scale=0.4, zero_point=20, activations=activations)
     x = net.conv(net.input, channels, (10, 4), stride=2)
     for _ in range(blocks):
         x = net.conv(net.depthwise(x), channels, (1, 1))
     x = net.fully_connected(net.avg_pool(x), 12, act=NONE)
-    return net.build(net.softmax(x))
+    return net.build(net.softmax(x, logits_std))
 
 
 def mobilenet_v1() -> bytes:

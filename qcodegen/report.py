@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from . import primitives
 from .ir.schedule import CONST, TEMP, Schedule
 from .plan.fuse import execution_order
@@ -12,7 +14,7 @@ from .plan.fuse import execution_order
 def _short(values: Any) -> Any:
     if values is None:
         return None
-    values = [int(v) for v in values]
+    values = [int(v) for v in np.atleast_1d(values)]  # (MUL's shift is one int)
     return values[0] if len(set(values)) == 1 else values
 
 
@@ -77,6 +79,8 @@ def inspect_dict(schedule: Schedule) -> dict[str, Any]:
             "multiplier": _short(step.attrs.get("multiplier")),
             "shift": _short(step.attrs.get("shift")),
             "acc_bound": list(step.acc_bound) if step.acc_bound else None,
+            "widened": None if step.widened is None else {"reason": step.widened.reason,
+                                                          "bound": list(step.widened.bound)},
             "arena_offset": {b.name: b.offset for b in io.outs if b.kind == TEMP},
         })
     return {
@@ -122,6 +126,9 @@ def inspect_text(d: dict[str, Any]) -> str:
         lines.append(f"{k:>3}  {s['op']:<18} {shape:<18} {s['macs']:>11,}  {ms:<22} {acc:<26} {arena}")
     for note in d["notes"]:
         lines.append(f"note: {note}")
+    for k, s in enumerate(d["steps"]):
+        if s["widened"]:
+            lines.append(f"widened: step {k} ({s['source'] or s['op']}): int64, saturated: {s['widened']['reason']}")
     return "\n".join(lines)
 
 

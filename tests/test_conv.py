@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qcodegen.errors import GraphError, PlanError
+from qcodegen.errors import GraphError
 from qcodegen.reference import run_reference
 from qcodegen.testing import Const, Var, assert_bit_exact, assert_clang_sanitized, prepare, step_schedule
 
@@ -123,13 +123,16 @@ def test_conv_i8_bias_must_be_i32():
 
 @pytest.mark.parametrize("k, bias, overflows", [(33025, 0, False), (33026, 0, True), (33025, -40000, True)])
 def test_conv_i32_overflow_at_33026_taps(k, bias, overflows):
-    # docs/semantics.md §11.10: 255 * 255 per term; 33025 terms still fit int32, 33026 do not, nor 33025 plus a bias
-    sched = conv_case((1, 1, 1, k), np.full((1, 1, 1, k), -128), [bias], (1, 1), input_zp=-128, weight_zp=127)
+    # docs/semantics.md §11.10: 255 * 255 per term; 33025 terms still fit int32, 33026 do not, nor 33025 plus a bias:
+    # then the step is widened (an int64 accumulator; tests/test_widening.py runs such steps)
+    sched = prepare(conv_case((1, 1, 1, k), np.full((1, 1, 1, k), -128), [bias], (1, 1), input_zp=-128,
+                              weight_zp=127))
+    step = sched.steps[0]
+    assert step.acc_bound == (bias - k * 255 * 255, bias)
+    assert (step.widened is not None) == overflows
     if overflows:
-        with pytest.raises(PlanError, match="CONV2D.*overflow"):
-            prepare(sched)
-    else:
-        assert prepare(sched).steps[0].acc_bound == (-k * 255 * 255, 0)
+        assert "CONV2D" in step.widened.reason and "overflow" in step.widened.reason
+        assert sched.buffers[step.outputs[0]].value_range == (-(1 << 31), bias)
 
 
 def test_accumulator_bound_uses_weight_values_and_pad_value():

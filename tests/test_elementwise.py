@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qcodegen.errors import GraphError, PlanError
+from qcodegen.errors import GraphError
 from qcodegen.fixedpoint import Unpredictable
 from qcodegen.ir.dtypes import dtype as get_dtype
 from qcodegen.primitives import get
@@ -67,15 +67,13 @@ def test_mul_i32_shift_extremes():
     assert_bit_exact(sched, samples=2)
 
 
-def test_mul_shift0_reference_wraps_but_plan_rejects():
+def test_mul_shift0_wraps_in_reference_and_c():
     # TOSA apply_mul_s keeps the low 32 bits: 65536 * 65536 = 2^32 -> 0, 65536 * 32768 = 2^31 -> INT32_MIN
-    sched = binary("MUL", (0, 1 << 16), (0, 1 << 16))
-    io = sched.io(sched.steps[0])
-    got = get("MUL").reference(io, [np.array([65536, 65536, 3, -7], np.int32),
-                                    np.array([65536, 32768, 5, 9], np.int32)])[0]
-    assert got.tolist() == [0, I32_MIN, 15, -63]
-    with pytest.raises(PlanError, match="leave int32"):
-        prepare(sched)
+    sched = binary("MUL", (-7, 1 << 16), (0, 1 << 16))
+    a, b = np.array([65536, 65536, 3, -7], np.int32), np.array([65536, 32768, 5, 9], np.int32)
+    assert get("MUL").reference(sched.io(sched.steps[0]), [a, b])[0].tolist() == [0, I32_MIN, 15, -63]
+    assert_bit_exact(sched, inputs=[[a, b]])
+    assert sched.steps[0].widened is None and sched.buffers["out0"].value_range == (I32_MIN, I32_MAX)
 
 
 def test_small_int_mul_needs_no_shift():
@@ -84,11 +82,11 @@ def test_small_int_mul_needs_no_shift():
     assert_bit_exact(binary("MUL", (None, None), (None, None), ((3, 1), (1, 5), (3, 5)), dtype="i16"))
 
 
-def test_add_overflow_is_a_plan_error():
-    with pytest.raises(PlanError):
-        prepare(binary("ADD", (0, I32_MAX), (0, 1)))
-    with pytest.raises(PlanError):
-        prepare(binary("SUB", (I32_MIN, 0), (0, 1)))
+def test_add_overflow_widens():
+    add = prepare(binary("ADD", (0, I32_MAX), (0, 1)))
+    assert add.steps[0].widened.bound == (0, I32_MAX + 1) and add.buffers["out0"].value_range == (0, I32_MAX)
+    sub = prepare(binary("SUB", (I32_MIN, 0), (0, 1)))
+    assert sub.steps[0].widened.bound == (I32_MIN - 1, 0) and sub.buffers["out0"].value_range == (I32_MIN, 0)
     sched = binary("ADD", (0, 1), (0, 1))
     with pytest.raises(Unpredictable):  # the reference itself: TOSA REQUIRE
         get("ADD").reference(sched.io(sched.steps[0]), [np.array([I32_MAX] * 4, np.int32),

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qcodegen.errors import GraphError, PlanError
+from qcodegen.errors import GraphError
 from qcodegen.reference import run_reference
 from qcodegen.testing import Var, assert_bit_exact, prepare, step_schedule
 
@@ -74,11 +74,11 @@ def test_sum_accumulator_bound_counts_partial_sums():
     assert sched.buffers["out0"].value_range == (12, 40)
 
 
-def test_sum_overflow_is_a_plan_error():
-    with pytest.raises(PlanError, match="overflow"):
-        prepare(reduce("REDUCE_SUM", (3, 2), 1))  # full int32 range
-    with pytest.raises(PlanError):
-        prepare(reduce("REDUCE_SUM", (3,), 0, lo=0, hi=(1 << 30)))  # 3 * 2^30 > int32
+def test_sum_overflow_widens():
+    step = prepare(reduce("REDUCE_SUM", (3, 2), 1)).steps[0]  # full int32 range
+    assert "overflow" in step.widened.reason and step.widened.bound == (-(1 << 32), ((1 << 31) - 1) * 2)
+    sched = prepare(reduce("REDUCE_SUM", (3,), 0, lo=0, hi=(1 << 30)))  # 3 * 2^30 > int32
+    assert sched.steps[0].widened.bound == (0, 3 << 30) and sched.buffers["out0"].value_range == (0, (1 << 31) - 1)
 
 
 @pytest.mark.parametrize("bad", [

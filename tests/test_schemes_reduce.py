@@ -108,13 +108,14 @@ def test_declared_accumulator_overflow_refused(tmp_path: Path) -> None:
         _planned(tmp_path, OPTION1.replace("A", "!quant.uniform<i32:f32, 1.0e-7>"))
 
 
-def test_range_analysis_refuses_overflow(tmp_path: Path) -> None:
+def test_range_analysis_widens_overflow(tmp_path: Path) -> None:
     """i16 operand, zero point 0 (q in [-32768, 32767]): 65,536 frames still fit ([-2^31, 2^31 - 2^16]); 65,537
-    can reach -2^31 - 32768: PlanError from REDUCE_SUM's range analysis."""
-    with pytest.raises(PlanError, match="REDUCE_SUM"):
-        _planned(tmp_path, wide_reduce(frames=65537, features=1, storage="i16", zp=0))
+    can reach -2^31 - 32768: REDUCE_SUM's range analysis widens the step (an int64 sum, saturated to int32)."""
+    wide = inspect_dict(_planned(tmp_path, wide_reduce(frames=65537, features=1, storage="i16", zp=0)))["steps"][2]
+    assert "REDUCE_SUM" in wide["widened"]["reason"] and wide["widened"]["bound"] == [-65537 * 32768, 65537 * 32767]
     sched = _planned(tmp_path, wide_reduce(frames=65536, features=1, storage="i16", zp=0))
     assert inspect_dict(sched)["steps"][2]["acc_bound"] == [-65536 * 32768, 65536 * 32767]
+    assert inspect_dict(sched)["steps"][2]["widened"] is None
 
 
 def _one_region(text: str) -> str:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from qcodegen.compiler import plan
-from qcodegen.errors import GraphError, PlanError
+from qcodegen.errors import GraphError
 from qcodegen.frontends.tflite import load_tflite
 from qcodegen.lower.tflite.reduce import mean_multiplier
 from qcodegen.testing import tflm_vs_c
@@ -83,7 +83,6 @@ def test_reduce_extremes_equal_tflm(tmp_path, opcode):
 @pytest.mark.parametrize("opcode, shape, axes, quant, error", [
     ("MEAN", (2, 3), [2], QUANT["int8"], GraphError),  # axis out of range
     ("REDUCE_MAX", (2, 3), [1], QUANT["int8"], GraphError),  # quantization must not change
-    ("SUM", (1, 1 << 24, 1), [1], QUANT["int8"], PlanError),  # 2^24 * 255 leaves the int32 accumulator
 ])
 def test_rejected(tmp_path, opcode, shape, axes, quant, error):
     x, op = reducer(opcode, shape, axes, True, "int8", quant)
@@ -91,3 +90,12 @@ def test_rejected(tmp_path, opcode, shape, axes, quant, error):
     path.write_bytes(tflm.build_model([op], [x], op.outputs))
     with pytest.raises(error):
         plan(load_tflite(path))
+
+
+def test_sum_beyond_int32_is_widened(tmp_path):
+    """2^24 * 255 can leave the int32 accumulator: the REDUCE_SUM step is widened (int64), not refused."""
+    x, op = reducer("SUM", (1, 1 << 24, 1), [1], True, "int8", QUANT["int8"])
+    path = tmp_path / "sum.tflite"
+    path.write_bytes(tflm.build_model([op], [x], op.outputs))
+    widened = {s.op: s.widened for s in plan(load_tflite(path)).steps if s.widened}
+    assert "int32 accumulator" in widened["REDUCE_SUM"].reason

@@ -12,14 +12,13 @@ Graph result codes:
 - TOSA_ERROR: qcodegen rejected the graph (GraphError: a TOSA ERROR_IF, or an invalid graph), before any C exists.
 - TOSA_UNPREDICTABLE: a TOSA REQUIRE fails, decided at plan time (e.g. a RESCALE shift outside [2, 62]) or by
   qcodegen's numpy reference on the test's data (e.g. an i32 ADD that overflows, an index out of range).
-- OTHER_ERROR: everything else (an unsupported operator or type, an accumulator the planner cannot prove safe,
-  a build failure); the message says which.
+- OTHER_ERROR: everything else (an unsupported operator or type, a build failure); the message says which.
 
-Value ranges: TOSA tensors carry no value ranges, while qcodegen's planner proves that no intermediate overflows
-for the declared range of each input. With `ranges=data` (the default) the SUT declares each integer input's range
-as that of the test's data, so raw i32 operands (e.g. ADD inputs in [-2^30, 2^30)) are accepted when the
-arithmetic on that range cannot overflow; `ranges=type` declares the full element-type range (what a deployed
-model gets) and rejects such graphs with OTHER_ERROR.
+Value ranges: TOSA tensors carry no value ranges, while qcodegen's planner proves for the declared range of each
+input that no intermediate overflows, and widens the steps where it cannot (int64 arithmetic, saturated results:
+Step.widened). With `ranges=data` (the default) the SUT declares each integer input's range as that of the test's
+data, so raw i32 operands (e.g. ADD inputs in [-2^30, 2^30)) get proven int32 arithmetic where the data allow;
+`ranges=type` declares the full element-type range (what a deployed model gets), and such steps are widened.
 """
 
 from __future__ import annotations
@@ -40,14 +39,12 @@ from xml.etree import ElementTree
 import numpy as np
 
 from ..codegen import generate, load_target
-from ..compiler import check_schedule, plan
-from ..errors import GraphError, PlanError, QcError, install_hint
+from ..compiler import plan
+from ..errors import GraphError, QcError, install_hint
 from ..fixedpoint import Unpredictable
 from ..frontends.tosa import load_tosa
 from ..ir.graph import Graph
 from ..ir.quant import QuantType
-from ..ir.schedule import Schedule
-from ..lower import lower_graph
 from ..reference import run_reference
 from ..verify import get_runner
 
@@ -123,24 +120,6 @@ def _declare_ranges(graph: Graph, inputs: list[np.ndarray]) -> None:
             t.quant = QuantType.per_tensor(t.dtype, 1.0, min(max(0, lo), hi), storage_min=lo, storage_max=hi)
 
 
-def _plan(graph: Graph, inputs: list[np.ndarray]) -> Schedule:
-    """plan(graph); when range analysis cannot prove the arithmetic safe, the numpy reference decides whether the
-    test's data itself breaks a TOSA REQUIRE (Unpredictable, e.g. an i32 ADD that overflows)."""
-    try:
-        return plan(graph)
-    except PlanError as exc:
-        if not isinstance(exc, Unpredictable):
-            schedule = lower_graph(graph)
-            check_schedule(schedule)
-            try:
-                run_reference(schedule, inputs)
-            except AssertionError as overflow:
-                if "exceed" not in str(overflow):  # (the executor's check that results fit their buffers)
-                    raise
-                raise Unpredictable(f"{exc}; on this data an accumulator overflows: {overflow}") from None
-        raise
-
-
 def run_test(test_dir: Path, desc: dict[str, Any], options: Options | None = None) -> tuple[Outcome, str | None]:
     """Compile and run one conformance test; on TOSA_VALID its outputs are written as desc.json names them."""
     options = options or Options()
@@ -149,7 +128,7 @@ def run_test(test_dir: Path, desc: dict[str, Any], options: Options | None = Non
         inputs = _load_inputs(test_dir, desc, graph)
         if options.ranges == "data":
             _declare_ranges(graph, inputs)
-        schedule = _plan(graph, inputs)
+        schedule = plan(graph)
         run_reference(schedule, inputs)  # data-dependent TOSA REQUIREs
         target = load_target(options.target)
         with tempfile.TemporaryDirectory(prefix="qc-tosa-sut-") as tmp:

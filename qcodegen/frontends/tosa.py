@@ -223,6 +223,11 @@ class TosaGraphBuilder:
 
     def finish(self, inputs: list[str], outputs: list[str]) -> Graph:
         g = self.graph
+        for n in outputs:
+            if n in self.shapes:  # a (static) shape value as a graph output: an i64 constant [rank]
+                values = self.shape_value(n, f"graph output {n!r}")
+                g.tensors[n] = Tensor(n, (len(values),), "i64", data=np.array(values, np.int64))
+                del self.shapes[n]
         for n in inputs + outputs:
             if n in self.shapes:
                 raise UnsupportedError(f"graph input/output {n!r} is a shape value (dynamic shapes are not "

@@ -74,7 +74,8 @@ class Graph:
         for name, t in self.tensors.items():
             if name != t.name:
                 raise GraphError(f"tensor registered as {name!r} is named {t.name!r}")
-            if any(d <= 0 for d in t.shape):
+            empty_shape_value = t.shape == (0,) and t.dtype.name == "i64"  # a TOSA shape value of rank 0
+            if any(d <= 0 for d in t.shape) and not empty_shape_value:
                 raise GraphError(f"tensor {name!r}: every dimension must be positive, got {list(t.shape)}")
             if t.quant is not None:
                 if t.dtype != t.quant.storage:

@@ -38,6 +38,18 @@ class Buffer:
         return self.size * self.dtype.container_bytes
 
 
+@dataclass(frozen=True)
+class Widening:
+    """A planner decision of range analysis: the bounds of the step's inputs do not prove that its arithmetic
+    stays in its integer type (an int32 or i48 accumulator or result, or a RESCALE value REQUIRE), so the C
+    computes the step in int64 and saturates what it stores to the output type. The stored values equal TOSA's
+    wherever TOSA defines a result; an actual overflow is a TOSA REQUIRE violation (unpredictable), which the
+    numpy reference reports on the data that causes it."""
+
+    reason: str  # what could not be proven, e.g. "ADD: inputs in [..] and [..] give results in [..]"
+    bound: tuple[int, int]  # the proven bound of the exact value (before saturation)
+
+
 @dataclass
 class Step:
     op: str  # primitive name, e.g. "CONV2D"
@@ -46,6 +58,7 @@ class Step:
     attrs: dict[str, Any] = field(default_factory=dict)
     source: str = ""  # which source op this step implements (for reports and mismatch messages)
     acc_bound: tuple[int, int] | None = None  # set by range analysis for reductions
+    widened: Widening | None = None  # set by range analysis where int32/i48 arithmetic is not proven
 
 
 @dataclass

@@ -20,6 +20,7 @@ def run_passes(schedule: Schedule) -> None:
         p(schedule)
 
 
-# registration order is run order: the rewrites, then the folding, then the fusion passes
+# registration order is run order: constant layouts, the rewrites, then the folding, then the fusion passes
+from . import constants  # noqa: E402,F401,I001
 from . import rewrite  # noqa: E402,F401,I001
 from . import fold, fuse  # noqa: E402,F401

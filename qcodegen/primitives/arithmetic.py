@@ -51,6 +51,16 @@ class IntDiv(Pointwise):
     def c_expr(self, io: StepIO) -> str:
         return "qc_wrap32(b == 0 ? 0 : a / b)"
 
+    def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
+        """For divisors of one sign the quotient is monotone in each operand (corners); a divisor range holding
+        -1, 0 or 1 allows |q| up to max |a| (0 for the C's division by 0, INT32_MIN / -1 wrapping)."""
+        (alo, ahi), (blo, bhi) = in_ranges
+        if blo > 0 or bhi < 0:
+            q = [abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1) for a in (alo, ahi) for b in (blo, bhi)]
+            return Ranges([(max(min(q), I32_MIN), min(max(q), I32_MAX))])
+        most = max(abs(alo), abs(ahi))
+        return Ranges([(max(-most, I32_MIN), min(most, I32_MAX))])
+
 
 @register
 class Negate(Pointwise):

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import GraphError
-from ..ir.schedule import StepIO
+from ..ir.schedule import StepIO, Widening
 
 REGISTRY: dict[str, Primitive] = {}
 
@@ -31,6 +31,7 @@ class Ranges:
 
     outputs: list[tuple[int, int]]
     acc: tuple[int, int] | None = None  # bound of the accumulator (reductions), for the report
+    widened: Widening | None = None  # the step's arithmetic is not proven in range: int64, saturated (schedule.py)
 
 
 class Primitive:

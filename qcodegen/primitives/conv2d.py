@@ -12,7 +12,15 @@ import numpy as np
 
 from ..ir.schedule import StepIO
 from .base import Primitive, Ranges, register, require
-from .geometry import Window, accumulator_bounds, operand_interval
+from .geometry import (
+    Window,
+    acc_bits,
+    accumulator_check,
+    accumulator_context,
+    accumulator_ranges,
+    operand_interval,
+    required_accumulator,
+)
 
 # (input, weight) -> accumulator = output = bias type (TOSA 1.0 supported data types)
 _TYPES = {("i8", "i8"): "i32", ("i8", "i4"): "i32", ("i16", "i8"): "i48"}
@@ -100,9 +108,10 @@ class ConvBase(Primitive):
         w_lo, w_hi = operand_interval(w, in_ranges[1])
         b_lo, b_hi = operand_interval(b, in_ranges[2])
         where = f"{self.name}" + (f" ({io.step.source})" if io.step.source else "")
-        acc = accumulator_bounds(where, (self.weight_taps(w_lo) - p["wzp"], self.weight_taps(w_hi) - p["wzp"]),
-                                 (lo - p["izp"], hi - p["izp"]), (b_lo, b_hi), 32 if p["acc_type"] == "i32" else 48)
-        return Ranges([acc], acc=acc)
+        bits = acc_bits(p["acc_type"])
+        acc, overflow = accumulator_check(where, (self.weight_taps(w_lo) - p["wzp"], self.weight_taps(w_hi) - p["wzp"]),
+                                          (lo - p["izp"], hi - p["izp"]), (b_lo, b_hi), bits)
+        return accumulator_ranges(acc, overflow, bits)
 
     def macs(self, io: StepIO) -> int:
         """Multiply-accumulates of the full window (padding taps included)."""
@@ -118,8 +127,7 @@ class ConvBase(Primitive):
         win = self.window(io)
         padd = p["pad_value"] - p["izp"]
         return dict(p, win=win.context(), oc=self.out_channels(io), pad_term=padd if win.reads_padding else 0,
-                    acc_ctype="int32_t" if p["acc_type"] == "i32" else "int64_t",
-                    bias_per_channel=io.ins[2].shape[0] > 1)
+                    **accumulator_context(io, p["acc_type"]), bias_per_channel=io.ins[2].shape[0] > 1)
 
 
 @register
@@ -148,4 +156,4 @@ class Conv2D(ConvBase):
         taps = self.gathered(io, args[0])
         w = args[1].astype(np.int64) - self.params(io)["wzp"]
         acc = np.tensordot(taps, w, axes=([3, 4, 5], [1, 2, 3]))
-        return [acc + args[2].astype(np.int64)]
+        return [required_accumulator(self.name, acc, args[2].astype(np.int64), acc_bits(self.params(io)["acc_type"]))]

@@ -17,8 +17,16 @@ import numpy as np
 from ..ir.schedule import StepIO
 from .base import Primitive, Ranges, register, require
 from .conv2d import ConvBase
-from .geometry import _output_extent, accumulator_bounds, int_list, operand_interval
-from .pointwise import unpredictable_unless
+from .geometry import (
+    _output_extent,
+    acc_bits,
+    accumulator_check,
+    accumulator_context,
+    accumulator_ranges,
+    int_list,
+    operand_interval,
+    required_accumulator,
+)
 
 _TYPES = {("i8", "i8"): "i32", ("i8", "i4"): "i32", ("i16", "i8"): "i48"}
 _AXES = ("depth", "height", "width")
@@ -85,12 +93,7 @@ class Conv3D(Primitive):
                   index[2][None, None, :, None, None, :], :]  # [N, OD, OH, OW, KD, KH, KW, IC]
         w = args[1].astype(np.int64) - p["wzp"]
         acc = np.tensordot(taps, w, axes=([4, 5, 6, 7], [1, 2, 3, 4]))
-        out = acc + args[2].astype(np.int64)
-        bits = 32 if p["acc_type"] == "i32" else 48
-        for what, values in (("the sum of the taps", acc), ("adding the bias", out)):
-            unpredictable_unless((values >= -(1 << (bits - 1))) & (values < 1 << (bits - 1)), self.name,
-                                 f"{what} leaves the i{bits} accumulator")
-        return [out]
+        return [required_accumulator(self.name, acc, args[2].astype(np.int64), acc_bits(p["acc_type"]))]
 
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
         """Border outputs sum fewer taps: the input interval is widened to include 0 (an absent tap)."""
@@ -100,9 +103,10 @@ class Conv3D(Primitive):
         oc = io.ins[1].shape[0]
         taps = (w_lo.reshape(oc, -1) - p["wzp"], w_hi.reshape(oc, -1) - p["wzp"])
         where = self.name + (f" ({io.step.source})" if io.step.source else "")
-        acc = accumulator_bounds(where, taps, (min(lo, 0), max(hi, 0)), operand_interval(io.ins[2], in_ranges[2]),
-                                 32 if p["acc_type"] == "i32" else 48)
-        return Ranges([acc], acc=acc)
+        bits = acc_bits(p["acc_type"])
+        acc, overflow = accumulator_check(where, taps, (min(lo, 0), max(hi, 0)),
+                                          operand_interval(io.ins[2], in_ranges[2]), bits)
+        return accumulator_ranges(acc, overflow, bits)
 
     def macs(self, io: StepIO) -> int:
         return int(np.prod(io.outs[0].shape, dtype=np.int64)) * int(np.prod(io.ins[1].shape[1:], dtype=np.int64))
@@ -113,5 +117,4 @@ class Conv3D(Primitive):
         (idp, ih, iw), (od, oh, ow) = g["size"], self.out_size(io)
         return dict(p, n=g["n"], id=idp, ih=ih, iw=iw, ic=g["ic"], oc=g["oc"], kd=kd, kh=kh, kw=kw, sd=sd, sy=sy,
                     sx=sx, dd=dd, dy=dy, dx=dx, od=od, oh=oh, ow=ow, pd=g["pad"][0], pt=g["pad"][2], pl=g["pad"][4],
-                    acc_ctype="int32_t" if p["acc_type"] == "i32" else "int64_t",
-                    bias_per_channel=io.ins[2].shape[0] > 1)
+                    **accumulator_context(io, p["acc_type"]), bias_per_channel=io.ins[2].shape[0] > 1)

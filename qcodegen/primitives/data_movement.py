@@ -1,6 +1,7 @@
 """Data movement (TOSA 1.0): CONCAT, PAD, RESHAPE, TRANSPOSE, SLICE.
 
-Types: bool/i4/i8/i16/i32/i48 as TOSA, plus u8/u16/f32 (qcodegen extension; values are only copied). Every op is a
+Types: bool/i4/i8/i16/i32/i48 as TOSA, plus u8/u16/f32 and i64 (shape values as graph outputs; qcodegen
+extension: values are only copied). Every op is a
 list of strided copies (a `loop_nest` each, from an input into the output) and, for PAD, a fill of the
 output with pad_const first; they share templates/generic/data_movement.c.j2. RESHAPE may run in place:
 when the memory planner gives its output the input's arena slot, no code is emitted for it.
@@ -16,7 +17,7 @@ from ..ir.schedule import TEMP, StepIO
 from .base import Primitive, Ranges, register, require
 from .elementwise import LoopNest, c_literal, contiguous_strides, loop_nest
 
-_TYPES = ("bool", "i4", "i8", "u8", "i16", "u16", "i32", "i48", "f32")
+_TYPES = ("bool", "i4", "i8", "u8", "i16", "u16", "i32", "i48", "i64", "f32")
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import numpy as np
 from ..ir.schedule import StepIO
 from .base import register
 from .conv2d import ConvBase
+from .geometry import acc_bits, required_accumulator
 
 
 @register
@@ -37,7 +38,8 @@ class DepthwiseConv2D(ConvBase):
         taps = self.gathered(io, args[0])
         w = args[1].astype(np.int64) - self.params(io)["wzp"]
         acc = np.einsum("nhwklc,klcm->nhwcm", taps, w)
-        return [acc.reshape(acc.shape[:3] + (-1,)) + args[2].astype(np.int64)]
+        return [required_accumulator(self.name, acc.reshape(acc.shape[:3] + (-1,)), args[2].astype(np.int64),
+                                     acc_bits(self.params(io)["acc_type"]))]
 
     def template_context(self, io: StepIO) -> dict:
         return dict(super().template_context(io), m=io.ins[1].shape[3])

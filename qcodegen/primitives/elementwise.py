@@ -6,10 +6,10 @@ ops (templates/generic/_loops.j2) are built on it.
 
 Overflow policy (TOSA: ADD/SUB overflow and MUL-with-shift overflow are REQUIRE, i.e. unpredictable;
 MUL without shift keeps the low 32 bits of the product). The numpy reference follows TOSA exactly (it raises
-Unpredictable for a failed REQUIRE and wraps a shift-0 product). Range analysis is stricter: it raises
-PlanError whenever the input ranges admit *any* result outside int32, wrapping MUL included, because no
-lowering relies on wrapping. The generated C therefore computes in int64 and narrows a value that is proved
-to fit, so C and reference agree on every input the plan admits.
+Unpredictable for a failed REQUIRE and wraps a shift-0 product). The generated C computes in int64. Where the
+input ranges admit a result outside int32, range analysis widens the step (Step.widened): the C saturates the
+int64 result to int32 (equal to TOSA's result wherever TOSA defines one), and the output bound is the
+saturated one; a shift-0 MUL that can wrap is wrapped explicitly (qc_wrap32), as TOSA defines it.
 """
 
 from __future__ import annotations
@@ -19,10 +19,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..errors import PlanError
 from ..fixedpoint import Unpredictable
 from ..ir.dtypes import DType
-from ..ir.schedule import StepIO
+from ..ir.schedule import StepIO, Widening
 from .base import Primitive, Ranges, broadcast_shape, register, require
 
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
@@ -133,18 +132,26 @@ class _Binary(Primitive):
         a, b = (x.astype(np.int64) for x in args)
         return [self.wrap(io, self.compute(io, a, b))]
 
-    def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
+    def exact_bounds(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> tuple[int, int]:
+        """[min, max] of the exact (int64) result over the input ranges, at the corners of the input box (each
+        op is monotone in each operand, or bilinear: MUL)."""
         (alo, ahi), (blo, bhi) = in_ranges
         corners = self.compute(io, np.array([alo, alo, ahi, ahi], np.int64), np.array([blo, bhi, blo, bhi],
                                                                                        np.int64))
-        lo, hi = int(corners.min()), int(corners.max())
-        if lo < I32_MIN or hi > I32_MAX:
-            raise PlanError(f"{self.name}: inputs in [{alo}, {ahi}] and [{blo}, {bhi}] give results in "
-                            f"[{lo}, {hi}], which can leave int32")
-        return Ranges([(lo, hi)])
+        return int(corners.min()), int(corners.max())
+
+    def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
+        lo, hi = self.exact_bounds(io, in_ranges)
+        if lo >= I32_MIN and hi <= I32_MAX:
+            return Ranges([(lo, hi)])
+        (alo, ahi), (blo, bhi) = in_ranges
+        reason = (f"{self.name}: inputs in [{alo}, {ahi}] and [{blo}, {bhi}] give results in [{lo}, {hi}], which "
+                  f"can leave int32")
+        return Ranges([(max(lo, I32_MIN), min(hi, I32_MAX))], widened=Widening(reason, (lo, hi)))
 
     def template_context(self, io: StepIO) -> dict:
-        return dict(nest=broadcast_nest(io), expr=self.c_expr(io))
+        widened = io.step.widened is not None  # (then the C saturates the int64 result to int32)
+        return dict(nest=broadcast_nest(io), expr=self.c_expr(io), saturate=(I32_MIN, I32_MAX) if widened else None)
 
 
 @register
@@ -204,9 +211,22 @@ class Mul(_Binary):
             return super().wrap(io, r)
         return ((r - I32_MIN) & 0xFFFFFFFF) + I32_MIN  # apply_mul_s: low 32 bits
 
+    def wraps(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> bool:
+        """Whether a shift-0 product of operands in these ranges can leave int32 (TOSA keeps its low 32 bits)."""
+        lo, hi = self.exact_bounds(io, in_ranges)
+        return self.shift(io) == 0 and (lo < I32_MIN or hi > I32_MAX)
+
+    def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
+        if self.wraps(io, in_ranges):
+            return Ranges([(I32_MIN, I32_MAX)])
+        return super().value_ranges(io, in_ranges)
+
     def c_expr(self, io: StepIO) -> str:
         s = self.shift(io)
-        return f"qc_asr64(qc_asr64(a * b, {s - 1}) + 1, 1)" if s else "a * b"
+        if s:
+            return f"qc_asr64(qc_asr64(a * b, {s - 1}) + 1, 1)"
+        ranges = [b.value_range or (b.dtype.min, b.dtype.max) for b in io.ins]
+        return "qc_wrap32(a * b)" if self.wraps(io, ranges) else "a * b"
 
     def macs(self, io: StepIO) -> int:
         return io.outs[0].size

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import PlanError
-from ..ir.schedule import CONST, Buffer, StepIO
-from .base import require
+from ..fixedpoint import Unpredictable
+from ..ir.schedule import CONST, Buffer, StepIO, Widening
+from .base import Ranges, require
 
 
 def int_list(attrs: dict[str, Any], key: str, length: int, op: str, default: list[int] | None = None
@@ -133,13 +134,13 @@ def operand_interval(buf: Buffer, value_range: tuple[int, int]) -> tuple[np.ndar
     return np.full(buf.shape, lo, np.int64), np.full(buf.shape, hi, np.int64)
 
 
-def accumulator_bounds(what: str, weights: tuple[np.ndarray, np.ndarray], x: tuple[int, int],
-                       bias: tuple[np.ndarray, np.ndarray], acc_bits: int) -> tuple[int, int]:
+def accumulator_check(what: str, weights: tuple[np.ndarray, np.ndarray], x: tuple[int, int],
+                      bias: tuple[np.ndarray, np.ndarray], acc_bits: int) -> tuple[tuple[int, int], str | None]:
     """Bound acc[c] = bias[c] + sum_t x_t * w[c, t] for x_t in [x_lo, x_hi] (zero points already removed).
 
     weights: ([C, T] lo, [C, T] hi) per channel and tap; bias: ([C] or [1] lo, hi). Returns the overall
-    [min, max] of the accumulator. Raises PlanError when a partial sum in any evaluation order could leave
-    the signed `acc_bits` type (conservative: |bias| + sum of max |term|)."""
+    [min, max] of the accumulator, and why a partial sum in some evaluation order could leave the signed
+    `acc_bits` type (conservative: |bias| + sum of max |term|), or None when none can."""
     w_lo, w_hi = weights
     corners = np.stack([w_lo * x[0], w_lo * x[1], w_hi * x[0], w_hi * x[1]])
     t_lo, t_hi = corners.min(axis=0), corners.max(axis=0)
@@ -147,9 +148,52 @@ def accumulator_bounds(what: str, weights: tuple[np.ndarray, np.ndarray], x: tup
     lo, hi = b_lo + t_lo.sum(axis=1), b_hi + t_hi.sum(axis=1)
     worst = np.maximum(np.abs(b_lo), np.abs(b_hi)) + np.maximum(np.abs(t_lo), np.abs(t_hi)).sum(axis=1)
     limit = (1 << (acc_bits - 1)) - 1
+    bound = (int(lo.min()), int(hi.max())) if lo.size else (0, 0)
     if worst.size and int(worst.max()) > limit:
         c = int(np.argmax(worst))
-        raise PlanError(f"{what}: the i{acc_bits} accumulator could overflow (channel {c}: |bias| + "
-                        f"sum of |terms| <= {int(worst[c])} > {limit}); use a wider accumulator or split "
-                        f"the reduction")
-    return (int(lo.min()), int(hi.max())) if lo.size else (0, 0)
+        return bound, (f"{what}: the i{acc_bits} accumulator could overflow (channel {c}: |bias| + sum of "
+                       f"|terms| <= {int(worst[c])} > {limit})")
+    return bound, None
+
+
+def accumulator_bounds(what: str, weights: tuple[np.ndarray, np.ndarray], x: tuple[int, int],
+                       bias: tuple[np.ndarray, np.ndarray], acc_bits: int) -> tuple[int, int]:
+    """accumulator_check for a step that cannot widen: PlanError when the accumulator could overflow."""
+    bound, overflow = accumulator_check(what, weights, x, bias, acc_bits)
+    if overflow:
+        raise PlanError(f"{overflow}; use a wider accumulator or split the reduction")
+    return bound
+
+
+def required_accumulator(op: str, taps: np.ndarray, bias: np.ndarray, acc_bits: int) -> np.ndarray:
+    """taps + bias (the reference's exact sums), after TOSA's REQUIREs that the sum of the taps and the sum with
+    the bias stay in the signed `acc_bits` accumulator (Unpredictable otherwise)."""
+    out = taps + bias
+    limit = 1 << (acc_bits - 1)
+    for what, values in (("the sum of the taps", taps), ("adding the bias", out)):
+        if values.size and (values.min() < -limit or values.max() >= limit):
+            raise Unpredictable(f"{op}: {what} leaves the i{acc_bits} accumulator (TOSA REQUIRE)")
+    return out
+
+
+def accumulator_ranges(bound: tuple[int, int], overflow: str | None, acc_bits: int) -> Ranges:
+    """The Ranges of a reduction whose output is its accumulator: proven, or (overflow given) widened to an
+    int64 accumulator whose result is saturated to the acc_bits type."""
+    if overflow is None:
+        return Ranges([bound], acc=bound)
+    limit = 1 << (acc_bits - 1)
+    return Ranges([(max(bound[0], -limit), min(bound[1], limit - 1))], acc=bound, widened=Widening(overflow, bound))
+
+
+def acc_bits(acc_type: str) -> int:
+    return 32 if acc_type == "i32" else 48
+
+
+def accumulator_context(io: StepIO, acc_type: str) -> dict[str, Any]:
+    """Template context of a reduction's accumulator: its C type, int64_t for i48 and for a step that range
+    analysis widened (then `saturate`: the bounds of the acc_type its results are saturated to, else None),
+    and `widened`, which makes the templates use the portable kernels (_window.c.j2 `dot_hooks`)."""
+    widened = io.step.widened is not None
+    limit = 1 << (acc_bits(acc_type) - 1)
+    return dict(acc_ctype="int32_t" if acc_type == "i32" and not widened else "int64_t",
+                saturate=(-limit, limit - 1) if widened else None, widened=widened)

@@ -9,7 +9,14 @@ import numpy as np
 
 from ..ir.schedule import StepIO
 from .base import Primitive, Ranges, register, require
-from .geometry import accumulator_bounds, operand_interval
+from .geometry import (
+    acc_bits,
+    accumulator_check,
+    accumulator_context,
+    accumulator_ranges,
+    operand_interval,
+    required_accumulator,
+)
 
 _ACC = {"i8": "i32", "i16": "i48"}
 
@@ -49,7 +56,8 @@ class MatMul(Primitive):
 
     def reference(self, io: StepIO, args: list[np.ndarray]) -> list[np.ndarray]:
         a_zp, b_zp = self.zero_points(io)
-        return [np.matmul(args[0].astype(np.int64) - a_zp, args[1].astype(np.int64) - b_zp)]
+        acc = np.matmul(args[0].astype(np.int64) - a_zp, args[1].astype(np.int64) - b_zp)
+        return [required_accumulator(self.name, acc, np.zeros(1, np.int64), acc_bits(io.outs[0].dtype.name))]
 
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
         a_zp, b_zp = self.zero_points(io)
@@ -58,9 +66,10 @@ class MatMul(Primitive):
         cols_lo, cols_hi = (np.moveaxis(v, 2, 1).reshape(-1, v.shape[1]) - b_zp for v in (lo, hi))
         zero = np.zeros(1, np.int64)
         where = "MATMUL" + (f" ({io.step.source})" if io.step.source else "")
-        acc = accumulator_bounds(where, (cols_lo, cols_hi), (in_ranges[0][0] - a_zp, in_ranges[0][1] - a_zp),
-                                 (zero, zero), 32 if io.outs[0].dtype.name == "i32" else 48)
-        return Ranges([acc], acc=acc)
+        bits = acc_bits(io.outs[0].dtype.name)
+        acc, overflow = accumulator_check(where, (cols_lo, cols_hi), (in_ranges[0][0] - a_zp, in_ranges[0][1] - a_zp),
+                                          (zero, zero), bits)
+        return accumulator_ranges(acc, overflow, bits)
 
     def macs(self, io: StepIO) -> int:
         return int(np.prod(io.outs[0].shape, dtype=np.int64)) * io.ins[0].shape[2]
@@ -68,5 +77,4 @@ class MatMul(Primitive):
     def template_context(self, io: StepIO) -> dict[str, Any]:
         (n, h, c), w = io.ins[0].shape, io.ins[1].shape[2]
         a_zp, b_zp = self.zero_points(io)
-        return dict(n=n, h=h, c=c, w=w, a_zp=a_zp, b_zp=b_zp,
-                    acc_ctype="int32_t" if io.outs[0].dtype.name == "i32" else "int64_t")
+        return dict(n=n, h=h, c=c, w=w, a_zp=a_zp, b_zp=b_zp, **accumulator_context(io, io.outs[0].dtype.name))

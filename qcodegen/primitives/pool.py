@@ -6,11 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import PlanError
 from ..fixedpoint import Rounding, apply_scale_32
-from ..ir.schedule import StepIO
+from ..ir.schedule import StepIO, Widening
 from .base import Primitive, Ranges, register, require
-from .geometry import Window, int_list
+from .geometry import Window, accumulator_context, int_list
 
 _TYPES = ("i8", "i16")
 
@@ -92,12 +91,12 @@ class AvgPool2D(PoolBase):
         fewest, most = int(counts.min()), int(counts.max())
         # the C kernel sums raw inputs, then subtracts count * izp: bound both forms
         worst = most * max(abs(lo), abs(hi), abs(lo - izp), abs(hi - izp))
-        if worst > (1 << 31) - 1:
-            where = self.name + (f" ({io.step.source})" if io.step.source else "")
-            raise PlanError(f"{where}: the i32 accumulator could overflow ({most} taps of |x| up to "
-                            f"{worst // most})")
         acc = (min(fewest * (lo - izp), most * (lo - izp)), max(fewest * (hi - izp), most * (hi - izp)))
         dt = io.outs[0].dtype
+        if worst > (1 << 31) - 1:  # widened: an int64 sum, saturated to int32 before the reciprocal scaling
+            where = self.name + (f" ({io.step.source})" if io.step.source else "")
+            reason = f"{where}: the i32 accumulator could overflow ({most} taps of |x| up to {worst // most})"
+            return Ranges([(dt.min, dt.max)], acc=acc, widened=Widening(reason, acc))
         # a rounded mean of values in [lo, hi] - izp stays in that interval
         out = (int(np.clip(lo - izp + ozp, dt.min, dt.max)), int(np.clip(hi - izp + ozp, dt.min, dt.max)))
         return Ranges([out], acc=acc)
@@ -120,7 +119,7 @@ class AvgPool2D(PoolBase):
         mult, shift = reciprocal_scale(self.window(io).taps)
         dt = io.outs[0].dtype
         return dict(super().template_context(io), izp=izp, ozp=ozp, multiplier=mult, shift=shift,
-                    lo=dt.min, hi=dt.max)
+                    lo=dt.min, hi=dt.max, **accumulator_context(io, "i32"))
 
 
 @register

@@ -1,6 +1,7 @@
 """REDUCE_SUM (i32), REDUCE_MAX and REDUCE_MIN (i8/i16/i32), TOSA 1.0: reduce along `axis`, keeping it
 with size 1. The C sums in index order in an int32 accumulator; range analysis proves that no partial sum
-in that order leaves int32 (else PlanError) and reports the accumulator bound."""
+in that order leaves int32 and reports the accumulator bound, or else widens the step (an int64 accumulator,
+the sum saturated to int32: TOSA's result wherever a partial sum overflowing is not a REQUIRE violation)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..errors import PlanError
 from ..fixedpoint import Unpredictable
 from ..ir.schedule import StepIO
 from .base import Primitive, Ranges, register, require
 from .elementwise import I32_MAX, I32_MIN
+from .geometry import accumulator_context, accumulator_ranges
 
 
 def check_axis(op: str, shape: tuple[int, ...], axis: int) -> None:
@@ -53,7 +54,8 @@ class _Reduce(Primitive):
         return [self.reduce(args[0].astype(np.int64), int(io.attrs["axis"]))]
 
     def template_context(self, io: StepIO) -> dict:
-        return dict(axis_split(io.ins[0].shape, int(io.attrs["axis"])), init=self.init, combine=self.combine)
+        return dict(axis_split(io.ins[0].shape, int(io.attrs["axis"])), init=self.init, combine=self.combine,
+                    acc_ctype=io.outs[0].dtype.ctype, saturate=None)
 
 
 @register
@@ -75,10 +77,15 @@ class ReduceSum(_Reduce):
         lo, hi = in_ranges[0]
         n = io.ins[0].shape[int(io.attrs["axis"])]
         acc = (min(0, lo * n), max(0, hi * n))  # partial sums of k <= n terms, and the initial 0
+        overflow = None
         if acc[0] < I32_MIN or acc[1] > I32_MAX:
-            raise PlanError(f"REDUCE_SUM: {n} terms in [{lo}, {hi}] can overflow the int32 accumulator "
-                            f"(bound [{acc[0]}, {acc[1]}])")
-        return Ranges([(lo * n, hi * n)], acc=acc)
+            overflow = (f"REDUCE_SUM: {n} terms in [{lo}, {hi}] can overflow the int32 accumulator "
+                        f"(bound [{acc[0]}, {acc[1]}])")
+        result = accumulator_ranges((lo * n, hi * n), overflow, 32)
+        return Ranges(result.outputs, acc=acc, widened=result.widened)
+
+    def template_context(self, io: StepIO) -> dict:
+        return dict(super().template_context(io), **accumulator_context(io, "i32"))
 
     def macs(self, io: StepIO) -> int:
         return io.ins[0].size

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..fixedpoint import Rounding, Unpredictable, apply_scale_16, apply_scale_32
-from ..ir.schedule import StepIO
+from ..ir.schedule import StepIO, Widening
 from .base import Primitive, Ranges, register, require
 
 _IN_TYPES = {"i8", "u8", "i16", "u16", "i32", "i48"}
@@ -19,6 +19,21 @@ def _interpretation(dtype_name: str, unsigned_flag: bool) -> tuple[int, bool]:
 
 def type_range(bits: int, unsigned: bool) -> tuple[int, int]:
     return (0, (1 << bits) - 1) if unsigned else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+
+
+def _as_unsigned(lo: int, hi: int, bits: int) -> tuple[int, int]:
+    """The range of the `bits`-bit patterns of values in [lo, hi] read as unsigned numbers."""
+    if lo >= 0 or hi < 0:
+        return lo % (1 << bits), hi % (1 << bits)
+    return 0, (1 << bits) - 1
+
+
+def _as_signed(lo: int, hi: int, bits: int) -> tuple[int, int]:
+    """The range of unsigned values in [lo, hi] (< 2^bits) stored as `bits`-bit two's complement numbers."""
+    half = 1 << (bits - 1)
+    if hi < half or lo >= half:
+        return (lo - 2 * half, hi - 2 * half) if lo >= half else (lo, hi)
+    return -half, half - 1
 
 
 @register
@@ -115,14 +130,19 @@ class Rescale(Primitive):
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
         p = self.params(io)
         lo, hi = in_ranges[0]
-        if p["in_unsigned"] and lo < 0:
-            lo, hi = 0, (1 << p["in_bits"]) - 1
+        if p["in_unsigned"]:
+            lo, hi = _as_unsigned(lo, hi, p["in_bits"])
         ends = np.array([[lo], [hi]], np.int64) - io.attrs["input_zp"]
-        r = self._apply(io, ends, 1)  # rows: low/high input, columns: channels (monotone per channel)
-        out = (int(r.min()), int(r.max()))
+        widened = None
+        try:
+            r = self._apply(io, ends, 1)  # rows: low/high input, columns: channels (monotone per channel)
+            out = (int(r.min()), int(r.max()))
+        except Unpredictable as exc:  # a data-dependent REQUIRE: the C (int64, clamped) stays in [lo, hi]
+            out = (p["lo"], p["hi"])
+            widened = Widening(f"RESCALE: inputs in [{lo}, {hi}]: {exc}", (lo, hi))
         if p["out_unsigned"] and io.outs[0].dtype.signed:
-            out = (io.outs[0].dtype.min, io.outs[0].dtype.max)  # stored bit patterns wrap
-        return Ranges([out])
+            out = _as_signed(*out, p["out_bits"])  # the bit patterns stored in the signed container
+        return Ranges([out], widened=widened)
 
     def constants(self, io: StepIO) -> dict[str, np.ndarray]:
         if not self.params(io)["per_channel"]:

@@ -15,7 +15,15 @@ import numpy as np
 from ..ir.schedule import StepIO
 from .base import Primitive, Ranges, register, require
 from .conv2d import ConvBase, check_operand_types
-from .geometry import accumulator_bounds, int_list, operand_interval
+from .geometry import (
+    acc_bits,
+    accumulator_check,
+    accumulator_context,
+    accumulator_ranges,
+    int_list,
+    operand_interval,
+    required_accumulator,
+)
 
 
 @register
@@ -72,7 +80,7 @@ class TransposeConv2D(Primitive):
         keep_r = (rows >= 0) & (rows < g["oh"])
         keep_c = (cols >= 0) & (cols < g["ow"])
         out[:, rows[keep_r][:, None], cols[keep_c][None, :], :] = full[:, keep_r][:, :, keep_c]
-        return [out + args[2].astype(np.int64)]
+        return [required_accumulator(self.name, out, args[2].astype(np.int64), acc_bits(p["acc_type"]))]
 
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
         """The union over the stride phases (oy - top) mod sy, (ox - left) mod sx: an output pixel sums a subset
@@ -83,14 +91,16 @@ class TransposeConv2D(Primitive):
         w_lo, w_hi = operand_interval(io.ins[1], in_ranges[1])
         bias = operand_interval(io.ins[2], in_ranges[2])
         where = self.name + (f" ({io.step.source})" if io.step.source else "")
-        bits = 32 if p["acc_type"] == "i32" else 48
-        bounds = []
+        bits = acc_bits(p["acc_type"])
+        bounds, overflows = [], []
         for ry in range(min(g["sy"], g["kh"])):
             for rx in range(min(g["sx"], g["kw"])):
                 taps = tuple(t[:, ry::g["sy"], rx::g["sx"], :].reshape(g["oc"], -1) - p["wzp"] for t in (w_lo, w_hi))
-                bounds.append(accumulator_bounds(where, taps, (min(lo, 0), max(hi, 0)), bias, bits))
+                bound, overflow = accumulator_check(where, taps, (min(lo, 0), max(hi, 0)), bias, bits)
+                bounds.append(bound)
+                overflows += [overflow] if overflow else []
         acc = (min(a for a, _ in bounds), max(z for _, z in bounds))
-        return Ranges([acc], acc=acc)
+        return accumulator_ranges(acc, overflows[0] if overflows else None, bits)
 
     def macs(self, io: StepIO) -> int:
         g = self.geometry(io)
@@ -98,5 +108,5 @@ class TransposeConv2D(Primitive):
 
     def template_context(self, io: StepIO) -> dict[str, Any]:
         p = ConvBase.params(io)
-        return dict(p, **self.geometry(io), acc_ctype="int32_t" if p["acc_type"] == "i32" else "int64_t",
+        return dict(p, **self.geometry(io), **accumulator_context(io, p["acc_type"]),
                     bias_per_channel=io.ins[2].shape[0] > 1)
