@@ -167,48 +167,57 @@ def insncount_plugin() -> Path:
 
 _INSN = re.compile(r"^\s*([0-9a-f]+):\s*(.*)$")
 _PACKET_END = re.compile(r"\}\s*(:endloop\d+)?\s*$")  # llvm-objdump's Hexagon packets: "{ ... }  :endloop0"
+_NAMED_TARGET = re.compile(r"\b([0-9a-f]+) <([^>+]+)>")  # GNU objdump: "bl 10074 <kws_like_run>", no "+0x10"
+_CALL_ADDRESS = re.compile(r"\bcall 0x([0-9a-f]+)\b")   # llvm-objdump on Hexagon
 
 
-def _symbol_address(objdump: str, exe: Path, symbol: str) -> int | None:
-    """The address of `symbol` from the executable's symbol table (None: not there)."""
+def _symbols(objdump: str, exe: Path) -> dict[int, str]:
+    """Address -> name of the executable's functions, from its symbol table."""
     proc = subprocess.run([objdump, "-t", str(exe)], capture_output=True, text=True)
+    found = {}
     for line in proc.stdout.splitlines():
         fields = line.split()
-        if len(fields) >= 2 and fields[-1] == symbol:
-            return int(fields[0], 16)
-    return None
+        if len(fields) >= 4 and " F " in line:
+            found[int(fields[0], 16)] = fields[-1]
+    return found
 
 
-def call_window(objdump: str, exe: Path, symbol: str) -> tuple[int, list[int]]:
-    """Entry address of `symbol` and the return sites of its calls in main(), from the disassembly. On a VLIW
-    target (Hexagon: `{ ... }` packets) a call returns to the packet after the one holding it. llvm-objdump
-    takes another option and does not name call targets on every ISA: there the call's operand is matched
-    against the symbol's address."""
+def direct_calls(objdump: str, exe: Path, function: str) -> list[tuple[str, int, int]]:
+    """(callee, callee address, return site) of each direct call in `function`, from the disassembly. On a VLIW
+    target (Hexagon: `{ ... }` packets) a call returns to the packet after the one holding it. A named operand
+    (`bl 10074 <f>`) counts when it names a function (not a literal's data symbol); llvm-objdump takes another
+    option and does not name call targets on every ISA: there `call 0xADDR` is named from the symbol table."""
     llvm = "llvm-objdump" in Path(objdump).name
-    only_main = "--disassemble-symbols=main" if llvm else "--disassemble=main"
-    proc = subprocess.run([objdump, "-d", "--no-show-raw-insn", only_main, str(exe)],
-                          capture_output=True, text=True)
+    only = f"--disassemble-symbols={function}" if llvm else f"--disassemble={function}"
+    proc = subprocess.run([objdump, "-d", "--no-show-raw-insn", only, str(exe)], capture_output=True, text=True)
     if proc.returncode != 0:
         raise BuildError(f"{objdump} failed on {exe}: {proc.stderr.strip()[:300]}")
     insns = [m.groups() for m in map(_INSN.match, proc.stdout.splitlines()) if m]
-    callee = re.compile(rf"\b([0-9a-f]+) <{re.escape(symbol)}>")
-    address = _symbol_address(objdump, exe, symbol) if llvm else None
-    by_address = re.compile(rf"\bcall 0x0*({address:x})\b") if address is not None else None
-    entry, stops = None, []
-    in_packet = call_pending = False
+    symbols = _symbols(objdump, exe)
+    functions = set(symbols.values())
+    calls, pending = [], []
+    in_packet = False
     for (_, text), following in zip(insns, insns[1:], strict=False):
         in_packet = in_packet or text.startswith("{")
-        found = callee.search(text) or (by_address.search(text) if by_address else None)
-        if found:
-            entry = int(found.group(1), 16)
-            call_pending = True
+        named = _NAMED_TARGET.search(text)
+        by_address = _CALL_ADDRESS.search(text) if llvm else None
+        if named and named.group(2) in functions:
+            pending.append((named.group(2), int(named.group(1), 16)))
+        elif by_address and int(by_address.group(1), 16) in symbols:
+            pending.append((symbols[int(by_address.group(1), 16)], int(by_address.group(1), 16)))
         in_packet = in_packet and not _PACKET_END.search(text)
-        if call_pending and not in_packet:
-            stops.append(int(following[0], 16))
-            call_pending = False
-    if entry is None:
+        if not in_packet:
+            calls += [(name, address, int(following[0], 16)) for name, address in pending]
+            pending = []
+    return calls
+
+
+def call_window(objdump: str, exe: Path, symbol: str) -> tuple[int, list[int]]:
+    """Entry address of `symbol` and the return sites of its calls in main(), from the disassembly."""
+    found = [(address, site) for name, address, site in direct_calls(objdump, exe, "main") if name == symbol]
+    if not found:
         raise BuildError(f"no call to {symbol} in main() of {exe}")
-    return entry, stops
+    return found[0][0], [site for _, site in found]
 
 
 @dataclass(frozen=True)
