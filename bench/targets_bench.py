@@ -11,7 +11,7 @@ Per model (bench/models.py: person_detect and the MLPerf-Tiny-shaped DS-CNN KWS,
 FC autoencoder) and per target (`--targets`; default: every target `qcodegen targets` reports ready):
 - bit-exactness against TFLM on `--samples` seeded inputs, the C running on the target's runner (its QEMU for
   cross targets) and TFLM on the host (qcodegen.verify.tflm_oracle.verify_against_tflm);
-- instructions of one inference and per MAC, counted by the target's QEMU plugin exactly as
+- instructions (on Hexagon also packets) of one inference and per MAC, counted by the target's QEMU plugin exactly as
   `qcodegen verify -t T --json` does (HarnessRunner(measure=True), on the first sample), on the Cortex-M targets
   the estimated cycles and cycles per MAC of the core's timing model (qcodegen/verify/timing, `cycles_estimate`),
   .text and .rodata bytes of the generated model.c + model_weights.c (qcodegen.verify.runners.code_size) and the
@@ -92,6 +92,7 @@ class Row:
     instructions: int | None = None
     cycles: int | None = None  # estimated by the core's timing model (Cortex-M targets)
     timing_model: str | None = None
+    packets: int | None = None  # VLIW targets (Hexagon): the instruction packets of the same inference
     text_bytes: int | None = None
     rodata_bytes: int | None = None
     arena: int = 0
@@ -111,6 +112,10 @@ class Row:
     @property
     def cycles_per_mac(self) -> float | None:
         return None if self.cycles is None or not self.macs else self.cycles / self.macs
+
+    @property
+    def packets_per_mac(self) -> float | None:
+        return None if self.packets is None or not self.macs else self.packets / self.macs
 
 
 def log(message: str) -> None:
@@ -314,7 +319,7 @@ def measure(row: Row, path: Path, schedule: Schedule, target: Target, workdir: P
     if not result.bit_exact:
         row.notes.append(f"{result.mismatches} mismatches, first {result.first_mismatch}")
     found = runner.measurements(model) or code_size(target, model)  # the host runner measures nothing
-    row.instructions = found.get("instructions")
+    row.instructions, row.packets = found.get("instructions"), found.get("packets")
     row.cycles, row.timing_model = found.get("cycles_estimate"), found.get("timing_model")
     row.text_bytes, row.rodata_bytes = found.get("text_bytes"), found.get("rodata_bytes")
     if native(target) and times is not None:
@@ -374,6 +379,7 @@ COLUMNS: list[tuple[str, Callable[[Row], str]]] = [
     ("bit-exact vs TFLM", _exact),
     ("instructions", lambda r: _fmt(r.instructions, ",")),
     ("instr/MAC", lambda r: _fmt(r.per_mac, ".3f")),
+    ("packets/MAC", lambda r: _fmt(r.packets_per_mac, ".3f")),
     ("cycles (est.)", lambda r: _fmt(r.cycles, ",")),
     ("cycles/MAC (est.)", lambda r: _fmt(r.cycles_per_mac, ".2f")),
     (".text B", lambda r: _fmt(r.text_bytes, ",")),
@@ -526,7 +532,9 @@ kernels (the C runs on the target's runner: in-process for generic, natively for
 qemu-system board with semihosting for the others; TFLM on the host). instructions = guest instructions of ONE
 inference counted by the target's QEMU with runtime/qemu/qc_insncount.c, from the entry of `<name>_run` to its
 return, callees included (what `qcodegen verify -t T --json` reports; deterministic; n/a for generic, which has no
-emulator). instr/MAC = instructions / MACs of `qcodegen inspect` (full windows, padding taps included). cycles
+emulator; Hexagon: the instructions in the executed packets, constant extenders not counted). instr/MAC =
+instructions / MACs of `qcodegen inspect` (full windows, padding taps included); packets/MAC the same for the
+instruction packets of a VLIW target (Hexagon: what its QEMU executes as one instruction). cycles
 (est.) = the same window's cycles ESTIMATED by the core's timing model (Cortex-M4 / M7 / M55 only, `cycles_estimate`
 of `qcodegen verify --json`, model `qc-<core>-v1`: per-instruction costs from the core's published timing rules,
 taken branches and, on Cortex-M4, unaligned accesses; zero wait states, no caches; docs/targets.md "Cycles"), per

@@ -1,20 +1,29 @@
-/* qc_minilibc.c: see qc_minilibc.h. Program entry (_start), Linux system calls (RV32 user mode), and
- * string functions the compiler may call (memcpy, memset, memmove, memcmp).
- * SPDX-License-Identifier: Apache-2.0 */
+/* qc_minilibc.c: see qc_minilibc.h. Program entry (_start), Linux system calls (RV32 user mode; Hexagon's
+ * are in hexagon/qc_hexagon_start.c), and string functions the compiler may call (memcpy, memset, memmove,
+ * memcmp). SPDX-License-Identifier: Apache-2.0 */
 #include <stdarg.h>
 
 #include "qc_minilibc.h"
 
-#if !defined(__riscv) || __riscv_xlen != 32
-#error "qc_minilibc.c implements the Linux system calls of RV32 only"
+/* The string functions below must not be turned back into calls to themselves (clang does not form library
+ * calls from loops under -ffreestanding). */
+#if defined(__clang__)
+#define QC_NO_LIBCALL
+#else
+#define QC_NO_LIBCALL __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #endif
 
-/* The string functions below must not be turned back into calls to themselves. */
-#define QC_NO_LIBCALL __attribute__((optimize("no-tree-loop-distribute-patterns")))
-
+/* The system call numbers of Linux's generic table, shared by RV32 and Hexagon. */
 enum { SYS_OPENAT = 56, SYS_CLOSE = 57, SYS_LLSEEK = 62, SYS_READ = 63, SYS_WRITE = 64, SYS_EXIT_GROUP = 94 };
 enum { AT_FDCWD = -100, O_RDONLY = 0, O_WRONLY_CREAT_TRUNC = 01 | 0100 | 01000, MAX_FILES = 8 };
 
+int main(int argc, char **argv);
+void qc_start_c(long *sp);
+
+#if defined(__hexagon__)
+/* hexagon/qc_hexagon_start.c: _start, which calls qc_start_c, and the trap into Linux */
+long qc_syscall(long n, long a, long b, long c, long d, long e);
+#elif defined(__riscv) && __riscv_xlen == 32
 static long qc_syscall(long n, long a, long b, long c, long d, long e) {
   register long a0 __asm__("a0") = a;
   register long a1 __asm__("a1") = b;
@@ -25,9 +34,6 @@ static long qc_syscall(long n, long a, long b, long c, long d, long e) {
   __asm__ volatile("ecall" : "+r"(a0) : "r"(a1), "r"(a2), "r"(a3), "r"(a4), "r"(a7) : "memory");
   return a0;
 }
-
-int main(int argc, char **argv);
-void qc_start_c(long *sp);
 
 /* Linux passes argc at sp, then argv[]. Set up gp (linker relaxation) and call main. */
 __asm__(
@@ -42,6 +48,9 @@ __asm__(
     "  andi sp, sp, -16\n"
     "  call qc_start_c\n"
     "  .text\n");
+#else
+#error "qc_minilibc.c implements the Linux system calls of RV32 and Hexagon only"
+#endif
 
 void qc_start_c(long *sp) {
   exit(main((int)sp[0], (char **)(sp + 1)));

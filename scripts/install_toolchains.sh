@@ -10,6 +10,10 @@ declare -A PKG=(
   [riscv64-unknown-elf-gcc]="gcc-riscv64-unknown-elf"
   [clang]="clang"  # riscv64-rvv: RVV intrinsics (GCC 12 has none), with the riscv64-linux-gnu sysroot
   [qemu-aarch64]="qemu-user"
+  [clang-14]="clang-14"  # hexagon-hvx: clang-14 + lld-14, llvm-objdump-14 / llvm-size-14 (llvm-14), qemu-hexagon
+  [ld.lld-14]="lld-14"
+  [llvm-objdump-14]="llvm-14"
+  [qemu-hexagon]="qemu-user"
   [qemu-system-arm]="qemu-system-arm"
   [make]="make"
 )

@@ -3,7 +3,10 @@ compiled by qcodegen, its C run on the CSV inputs (as `qcodegen run` does), ever
 golden CSV (and the numpy reference of the schedule too).
 
 An op whose lowering rule has not landed yet is a strict xfail, so the case turns into a failure to look at
-as soon as the rule exists."""
+as soon as the rule exists.
+
+QC_SEANET_TARGET=T runs the same checks with the C built for target T and run on its runner (a sweep by hand,
+docs/targets.md; default generic, in-process)."""
 
 import os
 import tempfile
@@ -17,6 +20,7 @@ from qcodegen.compiler import plan
 from qcodegen.lower import RULES
 from qcodegen.reference import run_reference
 from qcodegen.verify import get_runner
+from qcodegen.verify.runners import unavailable
 
 pytest.importorskip("tflite_micro", reason="reading .tflite needs tflite-micro (pip install 'qcodegen[tflite]')")
 from qcodegen.frontends.tflite import load_tflite  # noqa: E402
@@ -25,6 +29,7 @@ from qcodegen.frontends.tflite import load_tflite  # noqa: E402
 SHARED = Path(os.environ.get("QC_SHARED_DIR", Path(__file__).resolve().parent.parent.parent / "shared"))
 SEANET = SHARED / "testdata" / "tflite" / "seanet"
 KINDS = {"conv": "tfl.conv_2d"}  # directory -> op kind where the names differ
+TARGET = os.environ.get("QC_SEANET_TARGET", "generic")
 
 
 def cases() -> list:
@@ -64,9 +69,11 @@ def test_seanet_golden(model: Path):
     inputs = [feeds[name] for name in schedule.inputs]
     (out_name,) = schedule.outputs
     golden = read_csv(one(model.with_name(f"{model.stem}_golden_*.csv")), schedule.buffers[out_name].shape)
-    target = load_target("generic")
+    target = load_target(TARGET)
+    if unavailable(target):
+        pytest.skip(f"{TARGET}: {unavailable(target)}")
     with tempfile.TemporaryDirectory(prefix="qc-seanet-") as tmp:
-        generated = generate(schedule, Path(tmp), target)
+        generated = generate(schedule, Path(tmp), target, harness=target.runner != "host")
         (got,), _ = get_runner(target).run(generated, inputs)
     assert got.dtype == golden.dtype, f"output type {got.dtype}, golden {golden.dtype}"
     diff = np.flatnonzero(got.reshape(-1) != golden.reshape(-1))

@@ -224,10 +224,10 @@ def _environment_for(template_dirs: tuple[str, ...]) -> jinja2.Environment:
 
 def _harness_files(env: jinja2.Environment, target: Target, ctx: dict, outdir: Path) -> list[Path]:
     """The target's extra harness files (start-up code, linker script, ...): `<file>.j2` rendered from the
-    target's template path, or else `<file>` copied from runtime/."""
+    target's template path, or else `<file>` copied from runtime/ (a path under it: into the folder by its name)."""
     written = []
     for fname in target.extra.get("harness_files", ()):
-        path = outdir / fname
+        path = outdir / Path(fname).name
         try:
             path.write_text(env.get_template(fname + ".j2").render(**ctx))
         except jinja2.TemplateNotFound as exc:

@@ -31,7 +31,7 @@ class Target:
         return dirs
 
     def missing_tools(self) -> list[str]:
-        tools = [self.cc.split()[0]] + ([self.emulator[0]] if self.emulator else [])
+        tools = [self.cc.split()[0]] + ([self.emulator[0]] if self.emulator else []) + list(self.extra.get("tools", ()))
         return [t for t in tools if shutil.which(t) is None]
 
 

@@ -23,9 +23,18 @@ from ..errors import QcError
 from ..ir.schedule import Schedule
 from ..plan.fuse import execution_order
 from .check import random_inputs
-from .runners import HarnessRunner, binutil, cannot_count, counting_prefix, get_runner, read_count, write_raw
+from .runners import (
+    HarnessRunner,
+    binutil,
+    cannot_count,
+    counting_prefix,
+    direct_calls,
+    get_runner,
+    read_count,
+    write_raw,
+)
 
-_CALL = re.compile(r"^\s*([0-9a-f]+):\s*\S+\s+([0-9a-f]+) <(\w+)(\.\w+\.\d+)?>")  # name.constprop.0 too
+_CLONE = re.compile(r"\.\w+\.\d+$")  # GCC's clones: name.constprop.0
 
 
 @dataclass
@@ -38,16 +47,8 @@ class LayerCount:
 
 
 def _return_sites(objdump: str, exe: Path, run: str) -> dict[str, int]:
-    """Step function -> the return site of its call in `run` (the instruction after the call)."""
-    out = subprocess.run([objdump, "-d", "--no-show-raw-insn", f"--disassemble={run}", str(exe)],
-                         capture_output=True, text=True, check=True).stdout
-    lines = [ln for ln in out.splitlines() if re.match(r"^\s*[0-9a-f]+:", ln)]
-    sites = {}
-    for line, following in zip(lines, lines[1:], strict=False):
-        call = _CALL.match(line)
-        if call and "_step" in call.group(3):
-            sites[call.group(3)] = int(following.split(":")[0], 16)
-    return sites
+    """Step function -> the return site of its call in `run` (name.constprop.0 by its name)."""
+    return {_CLONE.sub("", name): site for name, _, site in direct_calls(objdump, exe, run) if "_step" in name}
 
 
 def profile(schedule: Schedule, target: Target, seed: int = 0) -> list[LayerCount]:

@@ -115,12 +115,13 @@ def read_raw(path: Path, shape: tuple[int, ...], dtype: np.dtype, packed: bool) 
 
 
 def binutil(target: Target, tool: str) -> str:
-    """The binutils program `tool` (size, objdump) that goes with the target's compiler."""
+    """The binutils program `tool` (size, objdump) that goes with the target's compiler: the TOML's `binutils`
+    prefix, or its pattern with `{tool}` ("llvm-{tool}-14"), else the compiler's prefix."""
     prefix = target.extra.get("binutils")
     if prefix is None:
         cc = Path(target.cc.split()[0]).name
         prefix = cc[: -len("gcc")] if cc.endswith("-gcc") else ""
-    return prefix + tool
+    return prefix.format(tool=tool) if "{tool}" in prefix else prefix + tool
 
 
 @cache
@@ -165,25 +166,58 @@ def insncount_plugin() -> Path:
 
 
 _INSN = re.compile(r"^\s*([0-9a-f]+):\s*(.*)$")
+_PACKET_END = re.compile(r"\}\s*(:endloop\d+)?\s*$")  # llvm-objdump's Hexagon packets: "{ ... }  :endloop0"
+_NAMED_TARGET = re.compile(r"\b([0-9a-f]+) <([^>+]+)>")  # GNU objdump: "bl 10074 <kws_like_run>", no "+0x10"
+_CALL_ADDRESS = re.compile(r"\bcall 0x([0-9a-f]+)\b")   # llvm-objdump on Hexagon
+
+
+def _symbols(objdump: str, exe: Path) -> dict[int, str]:
+    """Address -> name of the executable's functions, from its symbol table."""
+    proc = subprocess.run([objdump, "-t", str(exe)], capture_output=True, text=True)
+    found = {}
+    for line in proc.stdout.splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and " F " in line:
+            found[int(fields[0], 16)] = fields[-1]
+    return found
+
+
+def direct_calls(objdump: str, exe: Path, function: str) -> list[tuple[str, int, int]]:
+    """(callee, callee address, return site) of each direct call in `function`, from the disassembly. On a VLIW
+    target (Hexagon: `{ ... }` packets) a call returns to the packet after the one holding it. A named operand
+    (`bl 10074 <f>`) counts when it names a function (not a literal's data symbol); llvm-objdump takes another
+    option and does not name call targets on every ISA: there `call 0xADDR` is named from the symbol table."""
+    llvm = "llvm-objdump" in Path(objdump).name
+    only = f"--disassemble-symbols={function}" if llvm else f"--disassemble={function}"
+    proc = subprocess.run([objdump, "-d", "--no-show-raw-insn", only, str(exe)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"{objdump} failed on {exe}: {proc.stderr.strip()[:300]}")
+    insns = [m.groups() for m in map(_INSN.match, proc.stdout.splitlines()) if m]
+    symbols = _symbols(objdump, exe)
+    functions = set(symbols.values())
+    calls, pending = [], []
+    in_packet = False
+    for (_, text), following in zip(insns, insns[1:], strict=False):
+        in_packet = in_packet or text.startswith("{")
+        named = _NAMED_TARGET.search(text)
+        by_address = _CALL_ADDRESS.search(text) if llvm else None
+        if named and named.group(2) in functions:
+            pending.append((named.group(2), int(named.group(1), 16)))
+        elif by_address and int(by_address.group(1), 16) in symbols:
+            pending.append((symbols[int(by_address.group(1), 16)], int(by_address.group(1), 16)))
+        in_packet = in_packet and not _PACKET_END.search(text)
+        if not in_packet:
+            calls += [(name, address, int(following[0], 16)) for name, address in pending]
+            pending = []
+    return calls
 
 
 def call_window(objdump: str, exe: Path, symbol: str) -> tuple[int, list[int]]:
     """Entry address of `symbol` and the return sites of its calls in main(), from the disassembly."""
-    proc = subprocess.run([objdump, "-d", "--no-show-raw-insn", "--disassemble=main", str(exe)],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise BuildError(f"{objdump} failed on {exe}: {proc.stderr.strip()[:300]}")
-    insns = [m.groups() for m in map(_INSN.match, proc.stdout.splitlines()) if m]
-    callee = re.compile(rf"\b([0-9a-f]+) <{re.escape(symbol)}>")
-    entry, stops = None, []
-    for (_, text), following in zip(insns, insns[1:], strict=False):
-        found = callee.search(text)
-        if found:
-            entry = int(found.group(1), 16)
-            stops.append(int(following[0], 16))
-    if entry is None:
+    found = [(address, site) for name, address, site in direct_calls(objdump, exe, "main") if name == symbol]
+    if not found:
         raise BuildError(f"no call to {symbol} in main() of {exe}")
-    return entry, stops
+    return found[0][0], [site for _, site in found]
 
 
 @dataclass(frozen=True)
@@ -193,6 +227,7 @@ class Count:
     cycles: int | None              # estimated (None: the target's core has no timing model)
     timing_model: str | None
     marks: dict[int, tuple[int, int | None]]  # segment mark address -> (instructions, cycles), all windows
+    packets: int | None = None      # Hexagon: the packets the instructions were executed in (QEMU's unit there)
 
 
 def counting_prefix(target: Target, exe: Path, symbol: str, result: Path, marks: tuple[int, ...] = ()
@@ -205,6 +240,8 @@ def counting_prefix(target: Target, exe: Path, symbol: str, result: Path, marks:
     core = timing_model(target)
     if core is not None:
         options.append(f"timing={cost_table(core, objdump, exe, entry)}")
+    if "packets" in target.extra:  # QEMU's instructions are packets: count the instructions in them
+        options.append(f"packets={target.extra['packets']}")
     return _counter(target) + ["-plugin", ",".join([str(insncount_plugin())] + options + [f"out={result}"])]
 
 
@@ -227,8 +264,9 @@ def read_count(target: Target, path: Path) -> Count:
                          "(not in the disassembly of the executable)")
     core = timing_model(target)
     cycles = fields["cycles"] // calls if "cycles" in fields else None
+    packets = fields["packets"] // calls if "packets" in fields else None
     return Count(fields["insns"] // calls, cycles, core.label if core and cycles is not None else None,
-                 {a: (n, c if "cycles" in fields else None) for a, (n, c) in marks.items()})
+                 {a: (n, c if "cycles" in fields else None) for a, (n, c) in marks.items()}, packets)
 
 
 def code_size(target: Target, model: GeneratedModel, extra_cflags: tuple[str, ...] = ()) -> dict[str, int]:
@@ -279,7 +317,7 @@ class HarnessRunner:
             raise BuildError(f"{model.outdir} has no main.c; generate with harness=True")
         extra = self.target.extra.get("harness_files", ())
         sources = [model.outdir / f"{model.name}.c", model.outdir / f"{model.name}_weights.c", main]
-        sources += [model.outdir / f for f in extra if f.endswith(".c")]
+        sources += [model.outdir / Path(f).name for f in extra if f.endswith(".c")]
         # files named in the link flags (a linker script) are passed by content-addressed path
         linked = {f: _content_addressed(model.outdir / f) for f in extra if not f.endswith((".c", ".h"))}
         return compile_cached(sources, [self.target.cc] + list(self.target.cflags) + list(self.extra_cflags),
@@ -318,14 +356,16 @@ class HarnessRunner:
         return outputs, None
 
     def measurements(self, model: GeneratedModel) -> dict[str, int | str]:
-        """instructions (when counted), the estimated cycles and the timing model that estimated them (where the
-        core has one), and the code size of the generated model (when measuring)."""
+        """instructions (when counted; on Hexagon also packets), the estimated cycles and the timing model that
+        estimated them (where the core has one), and the code size of the generated model (when measuring)."""
         if not self.measure:
             return {}
         count = self.counts.get(self.executable(model))
         found: dict[str, int | str] = {}
         if count is not None:
             found["instructions"] = count.instructions
+            if count.packets is not None:
+                found["packets"] = count.packets
             if count.cycles is not None and count.timing_model is not None:
                 found |= {"cycles_estimate": count.cycles, "timing_model": count.timing_model}
         return found | code_size(self.target, model, self.extra_cflags)

@@ -22,6 +22,10 @@
  * and are counted as "untimed". Unaligned-access cycles are added when the access executes: in a block that
  * holds a window boundary or a mark after its first instruction they may fall on the other side of it.
  *
+ * Hexagon (packets=hexagon): QEMU translates and reports a whole packet as one instruction. The plugin then
+ * counts the instructions in each packet from its encoding (32-bit words: a duplex word holds two
+ * instructions, a constant extender none) for "insns" and the marks, and writes the packets as "packets P".
+ *
  * Built at run time by qcodegen with the host C compiler; QEMU's qemu-plugin.h is not packaged on Debian,
  * so the few declarations needed are written out below. Single vCPU (user mode, or one-core boards).
  * SPDX-License-Identifier: Apache-2.0 */
@@ -49,6 +53,7 @@ size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
 uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
 struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb, size_t idx);
 uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *insn);
+const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
 size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
 unsigned int qemu_plugin_mem_size_shift(qemu_plugin_meminfo_t info);
 void qemu_plugin_register_vcpu_tb_exec_inline(struct qemu_plugin_tb *tb, enum qemu_plugin_op op, void *ptr,
@@ -79,6 +84,7 @@ struct block {
   uint64_t taken;       /* TAKEN cycles of the last instruction */
   int64_t entry_delta;  /* ENTRY - SEQ of the first instruction */
   size_t n_insns;
+  uint64_t *before;     /* Hexagon: the instructions in the packets before each index (n_insns + 1); else NULL */
   uint64_t *prefix;     /* n_insns + 1 values, NULL without a timing table */
   uint32_t *missing;    /* n_insns + 1 counts of instructions missing from the table, NULL if none is */
   size_t n_marks;
@@ -102,6 +108,21 @@ static uint64_t opened, opened_cycles, opened_untimed; /* totals when the curren
 static bool active;
 static uint64_t counted, counted_cycles, counted_untimed, calls;
 static uint64_t previous_next = UINT64_MAX, previous_taken; /* of the block executed last */
+static bool hexagon;     /* QEMU's instructions are Hexagon packets */
+static uint64_t packets, opened_packets, counted_packets; /* Hexagon: the same for packets */
+
+/* The instructions in a Hexagon packet: its 32-bit words (little-endian) less the constant extenders
+ * (ICLASS 0), a duplex (parse bits 15:14 = 00) counting two. */
+static uint64_t packet_insns(const struct qemu_plugin_insn *insn) {
+  const unsigned char *data = qemu_plugin_insn_data(insn);
+  size_t size = qemu_plugin_insn_size(insn);
+  uint64_t n = 0;
+  for (size_t k = 0; k + 4 <= size; k += 4) {
+    uint32_t word = data[k] | (uint32_t)data[k + 1] << 8 | (uint32_t)data[k + 2] << 16 | (uint32_t)data[k + 3] << 24;
+    n += ((word >> 14) & 3) == 0 ? 2 : (word >> 28) != 0;
+  }
+  return n;
+}
 
 static bool is_stop(uint64_t pc) {
   for (size_t i = 0; i < n_stops; i++)
@@ -137,15 +158,21 @@ static uint64_t cycles_before(const struct block *b, size_t index, bool jumped) 
   return b->prefix[index] + (index > 0 && jumped ? (uint64_t)b->entry_delta : 0);
 }
 
+/* Instructions executed in a block before its instruction (Hexagon: packet) `index`. */
+static uint64_t insns_before(const struct block *b, size_t index) {
+  return b->before ? b->before[index] : index;
+}
+
 static void block_exec(unsigned int vcpu, void *udata) {
   const struct block *b = udata;
   bool jumped = b->start != previous_next;
-  uint64_t base = cycles, insn_base = total, untimed_base = untimed;
+  uint64_t base = cycles, insn_base = total, untimed_base = untimed, packet_base = packets;
   (void)vcpu;
   if (jumped) base = cycles += previous_taken;
   for (size_t i = 0; i < b->n_marks; i++) {
     size_t at = b->marks[i].index;
-    total = insn_base + at;
+    total = insn_base + insns_before(b, at);
+    packets = packet_base + at;
     cycles = base + cycles_before(b, at, jumped);
     untimed = untimed_base + (b->missing ? b->missing[at] : 0);
     if (b->marks[i].kind == KIND_ENTRY && !active) {
@@ -153,11 +180,13 @@ static void block_exec(unsigned int vcpu, void *udata) {
       opened = last_mark = total;
       opened_cycles = last_mark_cycles = cycles;
       opened_untimed = untimed;
+      opened_packets = packets;
     } else if (b->marks[i].kind == KIND_STOP && active) {
       active = false;
       counted += total - opened;
       counted_cycles += cycles - opened_cycles;
       counted_untimed += untimed - opened_untimed;
+      counted_packets += packets - opened_packets;
       calls++;
     } else if (b->marks[i].kind >= 0 && active) {
       mark_insns[b->marks[i].kind] += total - last_mark;
@@ -167,7 +196,8 @@ static void block_exec(unsigned int vcpu, void *udata) {
       last_mark_cycles = cycles;
     }
   }
-  total = insn_base + b->n_insns;
+  total = insn_base + insns_before(b, b->n_insns);
+  packets = packet_base + b->n_insns;
   cycles = base + cycles_before(b, b->n_insns, jumped);
   untimed = untimed_base + (b->missing ? b->missing[b->n_insns] : 0);
   previous_next = b->next;
@@ -183,7 +213,13 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
     marks += (pc == entry_addr) + is_stop(pc) + (mark_of(pc) >= 0);
   }
   if (marks == 0 && !table) {
-    qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &total, n);
+    uint64_t insns = n;
+    if (hexagon) {
+      insns = 0;
+      for (size_t i = 0; i < n; i++) insns += packet_insns(qemu_plugin_tb_get_insn(tb, i));
+      qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &packets, n);
+    }
+    qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &total, insns);
     return;
   }
   b = malloc(sizeof *b + marks * sizeof b->marks[0]); /* lives as long as the translation: never freed */
@@ -196,6 +232,13 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
   b->taken = 0;
   b->entry_delta = 0;
   b->next = b->start;
+  b->before = NULL;
+  if (hexagon) {
+    b->before = malloc((n + 1) * sizeof b->before[0]);
+    if (!b->before) abort();
+    b->before[0] = 0;
+    for (size_t i = 0; i < n; i++) b->before[i + 1] = b->before[i] + packet_insns(qemu_plugin_tb_get_insn(tb, i));
+  }
   if (table) {
     b->prefix = malloc((n + 1) * sizeof b->prefix[0]);
     if (!b->prefix) abort();
@@ -261,6 +304,7 @@ static void at_exit(qemu_plugin_id_t id, void *udata) {
   f = fopen(out_path, "w");
   if (!f) return;
   fprintf(f, "calls %llu\ninsns %llu\n", (unsigned long long)calls, (unsigned long long)counted);
+  if (hexagon) fprintf(f, "packets %llu\n", (unsigned long long)counted_packets);
   if (table)
     fprintf(f, "cycles %llu\nuntimed %llu\n", (unsigned long long)counted_cycles,
             (unsigned long long)counted_untimed);
@@ -282,6 +326,8 @@ QC_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const void *info, int arg
       mark_addr[n_marks++] = strtoull(argv[i] + 5, NULL, 0);
     } else if (!strncmp(argv[i], "timing=", 7)) {
       if (load_table(argv[i] + 7)) return -1;
+    } else if (!strcmp(argv[i], "packets=hexagon")) {
+      hexagon = true;
     } else if (!strncmp(argv[i], "out=", 4)) {
       size_t len = strlen(argv[i] + 4) + 1;
       char *copy = malloc(len);                 /* QEMU may free argv after install */
