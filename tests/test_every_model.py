@@ -6,7 +6,6 @@ crashes on. Each model is planned once (planned_once) and its C built once (the 
 serves run too). Agreement with TFLite Micro is tested where it is the subject (test_tflite_models.py,
 test_seanet.py, test_tflite_*.py)."""
 
-import argparse
 import copy
 import importlib.util
 import json
@@ -17,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qcodegen import cli
+from qcodegen import api
 from qcodegen.cli import main
 from qcodegen.errors import QcError
 from qcodegen.ir.schedule import Schedule
@@ -53,19 +52,19 @@ def command(capsys, *argv: str) -> tuple[int, str, str]:
 
 @pytest.fixture
 def planned_once(monkeypatch) -> Callable[[Path], Schedule]:
-    """The CLI plans each model once per test: its commands get copies of one planned schedule (a refusal is
-    raised anew by each command). Returns the planning function (the schedule as the commands see it)."""
+    """The commands of one test plan its model once: qcodegen.api.plan (which every command calls) returns copies
+    of one planned schedule (a refusal is raised anew each time). Returns that planning function."""
     memo: dict[tuple[str, str | None], Schedule] = {}
-    original = cli._schedule
+    original = api.plan
 
-    def schedule(path: str, args: argparse.Namespace) -> Schedule:
-        key = (str(path), args.hybrid)
+    def plan(model: Path | str, *, hybrid: str | None = None) -> Schedule:
+        key = (str(model), hybrid)
         if key not in memo:
-            memo[key] = original(path, args)
+            memo[key] = original(model, hybrid=hybrid)
         return copy.deepcopy(memo[key])
 
-    monkeypatch.setattr(cli, "_schedule", schedule)
-    return lambda path: schedule(str(path), argparse.Namespace(hybrid=None))
+    monkeypatch.setattr(api, "plan", plan)
+    return plan
 
 
 @pytest.mark.parametrize("model", models())
