@@ -19,6 +19,7 @@ import numpy as np
 from . import __version__
 from .codegen import generate, list_targets, load_target
 from .codegen.render import GeneratedModel, c_identifier
+from .codegen.state import state_layout
 from .codegen.targets import Target
 from .compiler import plan as plan_graph
 from .errors import QcError
@@ -26,7 +27,7 @@ from .frontends import load_model
 from .ir.graph import Graph
 from .ir.schedule import Schedule
 from .output_folder import OutputFolder
-from .reference.executor import check_inputs
+from .reference.executor import check_inputs, sequence_frames
 from .report import inspect_dict, inspect_text
 
 Model = str | Path | Graph
@@ -115,6 +116,9 @@ def _report(schedule: Schedule, target: Target, sizes: dict[str, int]) -> dict[s
     report["version"] = __version__
     io_bytes = sum(schedule.buffers[n].nbytes for n in schedule.inputs + schedule.outputs)
     report["ram"] = {"bytes": schedule.arena_size + io_bytes, "parts": ["arena", "I/O buffers"]}
+    if schedule.state:  # one state per stream (docs/semantics.md §13); the struct's bytes
+        report["ram"]["bytes"] += state_layout(schedule, c_identifier).size
+        report["ram"]["parts"].append("state")
     if "text_bytes" in sizes:
         report["code_bytes"] = sizes["text_bytes"]
         report["rom"] = {"bytes": sizes["text_bytes"] + report["weights_bytes"], "parts": ["code", "weights"]}
@@ -138,16 +142,20 @@ def _write_reports(outdir: Path, name: str, report: dict[str, Any]) -> list[Path
 
 def run(model: Model, inputs: Sequence[np.ndarray], *, target: str = "generic", weight_layout: str | None = None,
         hybrid: str | None = None) -> list[np.ndarray]:
-    """Run the generated C once on `inputs` (arrays of the model's exact input types and shapes); the outputs."""
+    """Run the generated C once on `inputs` (arrays of the model's exact input types and shapes); the outputs.
+
+    A streaming model (docs/semantics.md §13) starts from its initial state; it also takes a sequence: every input
+    with a leading axis of one length T, run as T invocations on one state, the outputs stacked the same way."""
     tgt = load_target(target, weight_layout)
     schedule = plan(model, hybrid=hybrid)
-    arrays = check_inputs(schedule, list(inputs))
+    frames, stacked = sequence_frames(schedule, list(inputs)) if schedule.state else \
+        ([check_inputs(schedule, list(inputs))], False)
     from .verify import get_runner
 
     with tempfile.TemporaryDirectory(prefix="qc-run-") as tmp:
         generated = generate(schedule, Path(tmp), tgt, harness=tgt.runner == "harness")
-        outputs, _ = get_runner(tgt).run(generated, arrays)
-    return outputs
+        got, _ = get_runner(tgt).run_sequence(generated, frames)
+    return [np.stack(per) if stacked else per[0] for per in zip(*got, strict=True)]
 
 
 def profile(model: Model, *, target: str, weight_layout: str | None = None, hybrid: str | None = None,

@@ -98,9 +98,18 @@ def _tensor(buf: Buffer, c_name: str) -> dict[str, Any]:
     return info
 
 
+def _api(model: GeneratedModel) -> dict[str, Any]:
+    """The C API: header and prototypes; a streaming model's state type, its size and <name>_init."""
+    api: dict[str, Any] = {"header": f"{model.name}.h", "run": model.prototype()}
+    if model.state is not None:
+        api |= {"init": model.init_prototype(), "state": {"type": f"{model.name}_state_t", "bytes": model.state.size}}
+    return api
+
+
 def metadata(model: GeneratedModel, target: Target, report: dict[str, Any], options: dict[str, Any],
              source_hash: str | None) -> dict[str, Any]:
     own, shared = _sources(model, target)
+    state_bytes = model.state.size if model.state is not None else 0
     return {
         "schema": "qcodegen-model-metadata/1",
         "name": model.name,
@@ -108,14 +117,14 @@ def metadata(model: GeneratedModel, target: Target, report: dict[str, Any], opti
         "target": target.name,
         "options": options,
         "source_sha256": source_hash,
-        "api": {"header": f"{model.name}.h", "run": model.prototype()},
+        "api": _api(model),
         "inputs": [_tensor(b, f"input{i}") for i, b in enumerate(model.inputs)],
         "outputs": [_tensor(b, f"output{i}") for i, b in enumerate(model.outputs)],
         "arena": {"bytes": model.arena_size, "align": 16, "lower_bound_bytes": report["arena_lower_bound_bytes"]},
         "rom": {"code_bytes": report.get("code_bytes"), "weights_bytes": report["weights_bytes"],
                 "total_bytes": report["rom"]["bytes"] if "rom" in report else None},
-        "ram": {"arena_bytes": model.arena_size, "io_bytes": report["ram"]["bytes"] - model.arena_size,
-                "total_bytes": report["ram"]["bytes"]},
+        "ram": {"arena_bytes": model.arena_size, "io_bytes": report["ram"]["bytes"] - model.arena_size - state_bytes,
+                "state_bytes": state_bytes, "total_bytes": report["ram"]["bytes"]},
         "macs": report["macs"],
         "sources": own,
         "runtime_sources": shared,

@@ -8,13 +8,16 @@ import numpy as np
 
 from . import primitives
 from .ir.schedule import CONST, TEMP, Schedule
+from .ir.state import StateVar
 from .plan.fuse import execution_order
 
 
 def _short(values: Any) -> Any:
+    """A fixed-point parameter as one int, or a list when it differs per channel. Attributes of this name are
+    lists on RESCALE but scalars on other primitives (MUL's shift, SOFTMAX's multiplier and shift)."""
     if values is None:
         return None
-    values = [int(v) for v in np.atleast_1d(values)]  # (MUL's shift is one int)
+    values = [int(v) for v in np.atleast_1d(values)]
     return values[0] if len(set(values)) == 1 else values
 
 
@@ -50,8 +53,8 @@ def layers(schedule: Schedule) -> list[dict[str, Any]]:
             "dtype": out.dtype.name,
             "macs": prim.macs(io),
             "weights_bytes": flash,
-            "arena_offset": out.offset if out.kind == TEMP else None,
-            "arena_bytes": out.nbytes if out.kind == TEMP else None,
+            "arena_offset": out.offset if out.kind == TEMP and out.home is None else None,
+            "arena_bytes": out.nbytes if out.kind == TEMP and out.home is None else None,
         })
     return rows
 
@@ -81,8 +84,10 @@ def inspect_dict(schedule: Schedule) -> dict[str, Any]:
             "acc_bound": list(step.acc_bound) if step.acc_bound else None,
             "widened": None if step.widened is None else {"reason": step.widened.reason,
                                                           "bound": list(step.widened.bound)},
-            "arena_offset": {b.name: b.offset for b in io.outs if b.kind == TEMP},
+            "arena_offset": {b.name: b.offset for b in io.outs if b.kind == TEMP and b.home is None},
         })
+        if schedule.state:  # outputs written into a state's memory
+            steps[-1]["state"] = {b.name: b.home for b in io.outs if b.home is not None}
     return {
         "name": schedule.name,
         "arena_bytes": schedule.arena_size,
@@ -91,11 +96,21 @@ def inspect_dict(schedule: Schedule) -> dict[str, Any]:
         "macs": sum(s["macs"] for s in steps),
         "inputs": [_io(schedule, n) for n in schedule.inputs],
         "outputs": [_io(schedule, n) for n in schedule.outputs],
+        "state_bytes": sum(schedule.buffers[v.name].nbytes for v in schedule.state),
+        "state": [_state(schedule, v) for v in schedule.state],
         "notes": list(schedule.notes),
         "steps": steps,
         "layers": layers(schedule),
         "arena": arena_blocks(schedule),
     }
+
+
+def _state(schedule: Schedule, v: StateVar) -> dict[str, Any]:
+    """A state variable: its values are kept across runs; next is the buffer holding the value after a run,
+    computed in the state's memory (in_place) or copied there at the end."""
+    b = schedule.buffers[v.name]
+    return {"name": v.name, "source": v.source, "shape": list(b.shape), "dtype": b.dtype.name, "bytes": b.nbytes,
+            "next": v.next, "in_place": schedule.buffers[v.next].home == v.name}
 
 
 def _io(schedule: Schedule, name: str) -> dict[str, Any]:
@@ -110,7 +125,8 @@ def _io(schedule: Schedule, name: str) -> dict[str, Any]:
 def inspect_text(d: dict[str, Any]) -> str:
     """The text form of a report dictionary (`inspect_dict`)."""
     lines = [f"model {d['name']}: {len(d['steps'])} steps, {d['macs']:,} MACs, weights {d['weights_bytes']:,} B, "
-             f"arena {d['arena_bytes']:,} B (live-set lower bound {d['arena_lower_bound_bytes']:,} B)"]
+             f"arena {d['arena_bytes']:,} B (live-set lower bound {d['arena_lower_bound_bytes']:,} B)"
+             + (f", state {d['state_bytes']:,} B in {len(d['state'])} variable(s)" if d["state"] else "")]
     header = f"{'#':>3}  {'op':<18} {'output shape':<18} {'MACs':>11}  {'mult/shift':<22} {'acc bound':<26} arena"
     lines += [header, "-" * len(header)]
     for k, s in enumerate(d["steps"]):
@@ -123,6 +139,7 @@ def inspect_text(d: dict[str, Any]) -> str:
         acc = f"[{s['acc_bound'][0]}, {s['acc_bound'][1]}]" if s["acc_bound"] else ""
         offs = s["arena_offset"].get(out)
         arena = f"@{offs}" if offs is not None else ("(fused)" if out in s["arena_offset"] else "(io)")
+        arena = f"(state {s['state'][out]})" if out in s.get("state", {}) else arena
         lines.append(f"{k:>3}  {s['op']:<18} {shape:<18} {s['macs']:>11,}  {ms:<22} {acc:<26} {arena}")
     for note in d["notes"]:
         lines.append(f"note: {note}")

@@ -6,8 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from qcodegen.errors import UnsupportedError
-from qcodegen.frontends import load_model
 from qcodegen.verify.tflm_oracle import check_tflite
 
 pytest.importorskip("tflite_micro", reason="needs tflite-micro (pip install 'qcodegen[tflite]')")
@@ -29,10 +27,3 @@ def test_model_bit_exact_with_tflm(name, samples, seed):
     assert result.bit_exact, f"{name}: {result.mismatches} mismatches, first {result.first_mismatch}"
     assert result.samples == samples
 
-
-def test_keyword_model_is_stateful():
-    # SVDF keeps its activation history in a variable tensor across invocations; the generated C API is
-    # stateless, so the model is refused with a one-line reason naming the operator.
-    with pytest.raises(UnsupportedError, match=r"tfl\.svdf.*variable.*stateful") as exc:
-        load_model(MODELS / "keyword_scrambled_8bit.tflite")
-    assert "\n" not in str(exc.value)

@@ -7,6 +7,7 @@ import functools
 import hashlib
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,11 +17,12 @@ import numpy as np
 from .. import primitives
 from ..errors import QcError
 from ..ir.dtypes import DType
-from ..ir.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule
+from ..ir.schedule import CONST, INPUT, OUTPUT, STATE, TEMP, Buffer, Schedule
 from ..plan.fuse import execution_order
 from ..resources import data_path
 from ..semantics.edge import edge_quantization
 from .relayout import FAST_ONLY, RELAYOUTS, WEIGHT_LAYOUTS
+from .state import StateLayout, state_layout
 from .targets import Target
 
 _C_KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
@@ -146,11 +148,24 @@ class GeneratedModel:
     outputs: list[Buffer]
     arena_size: int
     step_functions: list[str] = field(default_factory=list)
+    state: StateLayout | None = None  # streaming models: the <name>_state_t struct
 
     def prototype(self) -> str:
+        """The C prototype of <name>_run."""
         params = [f"const {b.dtype.ctype} *" for b in self.inputs]
         params += [f"{b.dtype.ctype} *" for b in self.outputs]
+        params += [f"{self.name}_state_t *"] if self.state is not None else []
         return f"int {self.name}_run({', '.join(params + ['void *'])});"
+
+    def init_prototype(self) -> str | None:
+        """The C prototype of <name>_init (streaming models)."""
+        return None if self.state is None else f"void {self.name}_init({self.name}_state_t *);"
+
+    def cdef(self) -> str:
+        """The declarations a binding (cffi) needs: the state struct as an opaque type, the functions."""
+        if self.state is None:
+            return self.prototype()
+        return f"typedef struct {self.name}_state {self.name}_state_t;\n{self.prototype()}\n{self.init_prototype()}"
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
@@ -269,7 +284,14 @@ def generate(schedule: Schedule, outdir: Path, target: Target, name: str | None 
     for i, b in enumerate(api_out):
         c_names.setdefault(b.name, f"output{i}")
 
+    layout = state_layout(schedule, c_identifier) if schedule.state else None
+    members = {f.buffer.name: f.member for f in layout.fields} if layout else {}
+
     def pointer(buf: Buffer) -> str:
+        if buf.kind == STATE:
+            return f"state->{members[buf.name]}"
+        if buf.kind == TEMP and buf.home is not None:  # a state's next value, computed in the state's memory
+            return f"({buf.dtype.ctype} *)(void *)state->{members[buf.home]}"
         if buf.kind == TEMP:
             return f"({buf.dtype.ctype} *)(void *)(arena_bytes + {buf.offset})"
         return c_names[buf.name]
@@ -304,13 +326,17 @@ def generate(schedule: Schedule, outdir: Path, target: Target, name: str | None 
             outputs=[(pointer(b), b.size * b.dtype.container_bytes) for b in io.outs],
         ))
 
+    state_ctx = _state_context(schedule, layout, prefix, pointer, const_arrays) if layout else None
     used = set(_IDENTIFIER.findall("\n".join(f"{s['body']}\n{s['args']}" for s in steps)))
+    if state_ctx:
+        used |= {f["array"] for f in state_ctx["init"] if f["array"]}
+        used |= set(_IDENTIFIER.findall(" ".join(c["source"] for c in state_ctx["copies"])))
     const_arrays[:] = [c for c in const_arrays if c.name in used]
     consumed = {n for s in schedule.steps for n in s.inputs}
     unused_inputs = [i for i, b in enumerate(api_in) if b.name not in consumed]
     edges = {b.name: edge_quantization(b.quant, schedule.source_format) for b in api_in + api_out}
     ctx = dict(name=name, NAME=name.upper(), schedule=schedule, steps=steps, inputs=api_in, outputs=api_out,
-               unused_inputs=unused_inputs, edges=edges,
+               unused_inputs=unused_inputs, edges=edges, state=state_ctx,
                consts=const_arrays, arena_size=schedule.arena_size, c_names=c_names, target=target,
                profiling=profiling)
     files = {
@@ -332,7 +358,27 @@ def generate(schedule: Schedule, outdir: Path, target: Target, name: str | None 
     if harness:
         written += _harness_files(env, target, ctx, outdir)
     return GeneratedModel(name, outdir, written, api_in, api_out, schedule.arena_size,
-                          [s["fn"] for s in steps])
+                          [s["fn"] for s in steps], layout)
+
+
+def _state_context(schedule: Schedule, layout: StateLayout, prefix: str, pointer: Callable[[Buffer], str],
+                   const_arrays: list[ConstArray]) -> dict:
+    """What the templates need for the state struct: members, initial values (a fill value or a constant
+    array added to the weights) and the next values to copy into the state at the end of a run."""
+    init = []
+    for f in layout.fields:
+        array = None
+        if f.fill is None:
+            array = f"{prefix}_init_{f.member}"
+            const_arrays.append(ConstArray(array, f.buffer.dtype.ctype, f.initial.reshape(-1)))
+        init.append(dict(member=f.member, size=f.buffer.size, fill=f.fill, array=array))
+    members = {f.buffer.name: f.member for f in layout.fields}
+    copies = []
+    for v in schedule.state:
+        nxt = schedule.buffers[v.next]
+        if v.next != v.name and nxt.home != v.name:
+            copies.append(dict(member=members[v.name], source=pointer(nxt), size=nxt.size, ctype=nxt.dtype.ctype))
+    return dict(fields=layout.fields, size=layout.size, pad=layout.pad, init=init, copies=copies)
 
 
 __all__ = ["generate", "GeneratedModel", "c_identifier", "pack4", "INPUT", "OUTPUT"]

@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import GraphError, QcError, UnsupportedError, install_hint
 from ..ir.graph import Graph, Op, Tensor
 from ..ir.quant import QuantType
+from .tflite_state import RESOURCE_OPS, TfliteState
 
 _TYPES = {"INT8": "i8", "UINT8": "u8", "INT16": "i16", "INT32": "i32", "INT64": "i64", "FLOAT32": "f32",
           "INT4": "i4"}
@@ -91,28 +92,47 @@ def _parse(schema: ModuleType, raw: bytes, where: str) -> Any:
 class _Importer:
     """Builds the Graph of subgraph 0 of a parsed ModelT."""
 
-    def __init__(self, schema: ModuleType, model: Any, raw: bytes, name: str, where: str) -> None:
+    def __init__(self, schema: ModuleType, model: Any, raw: bytes, name: str, where: str, subgraph: int = 0) -> None:
         self.schema, self.model, self.raw, self.where = schema, model, raw, where
-        self.sg = model.subgraphs[0]
+        if not 0 <= subgraph < len(model.subgraphs):
+            raise self.fail(f"subgraph index {subgraph} out of range ({len(model.subgraphs)} subgraphs)")
+        self.sg = model.subgraphs[subgraph]
         self.tensors = self.sg.tensors or []
         self.type_names = _enum_names(schema, "TensorType")
         self.op_names = _enum_names(schema, "BuiltinOperator")
         self.graph = Graph(name, options={"rescale_rounding": "double_round", "source": "tflite"})
         self.names: dict[int, str] = {}
+        self.state = TfliteState(self)
+
+    def for_subgraph(self, index: int) -> _Importer:
+        """An importer of another subgraph of the same model (CALL_ONCE's init subgraph)."""
+        return _Importer(self.schema, self.model, self.raw, f"{self.graph.name}_sg{index}", self.where, index)
 
     def fail(self, message: str) -> GraphError:
         return GraphError(f"{self.where}: {message}")
 
     # --- tensors ------------------------------------------------------------------------------
     def tensor(self, index: int) -> str:
+        """The graph tensor of tensor `index`, created on first use."""
         if index in self.names:
             return self.names[index]
+        tensor = self.probe(index)
+        self.graph.tensors[tensor.name] = tensor
+        self.names[index] = tensor.name
+        return tensor.name
+
+    def unique_name(self, base: str, index: int | None = None) -> str:
+        name = base
+        while name in self.graph.tensors:  # TFLite names need not be unique
+            name = f"{base}_{index}" if name == base and index is not None else f"{name}_"
+        return name
+
+    def probe(self, index: int) -> Tensor:
+        """Tensor `index` as the graph would hold it, not added to the graph."""
         if not 0 <= index < len(self.tensors):
             raise self.fail(f"tensor index {index} out of range ({len(self.tensors)} tensors)")
         t = self.tensors[index]
-        base = name = _text(t.name) if t.name else f"t{index}"
-        while name in self.graph.tensors:  # TFLite names need not be unique
-            name = f"{base}_{index}" if name == base else f"{name}_"
+        name = self.unique_name(_text(t.name) if t.name else f"t{index}", index)
         type_name = self.type_names.get(t.type, str(t.type))
         if type_name not in _TYPES:
             raise UnsupportedError(f"{self.where}: tensor {name!r} has type {type_name}, which qcodegen does not "
@@ -122,9 +142,7 @@ class _Importer:
         shape = tuple(int(d) for d in (t.shape if t.shape is not None else ()))
         tensor = Tensor(name, shape, _TYPES[type_name], self.quant(t, name, shape, _TYPES[type_name]))
         tensor.data = self.data(t, tensor)
-        self.graph.tensors[name] = tensor
-        self.names[index] = name
-        return name
+        return tensor
 
     def quant(self, t: Any, name: str, shape: tuple[int, ...], storage: str) -> QuantType | None:
         q = t.quantization
@@ -145,7 +163,7 @@ class _Importer:
 
     def data(self, t: Any, tensor: Tensor) -> np.ndarray | None:
         buffers = self.model.buffers or []
-        if t.buffer == 0:
+        if t.buffer == 0 or t.isVariable:  # TFLM ignores a variable tensor's data (tflite_state.default_fill)
             return None
         if not 0 <= t.buffer < len(buffers):
             raise self.fail(f"tensor {tensor.name!r} refers to buffer {t.buffer} of {len(buffers)}")
@@ -156,8 +174,6 @@ class _Importer:
             raw = self.raw[buf.offset:buf.offset + buf.size]
         else:
             return None
-        if t.isVariable:
-            raise UnsupportedError(f"{self.where}: tensor {tensor.name!r} is a variable (state) tensor")
         if tensor.dtype.is_packed:
             nib = np.frombuffer(raw, np.uint8)
             vals = np.stack([nib & 0xF, nib >> 4], axis=1).reshape(-1).astype(np.int8)
@@ -184,9 +200,11 @@ class _Importer:
         """All operators that touch tensors of unsupported types, in one error."""
         bad = {}
         for op in self.sg.operators or []:
-            for j in list(op.inputs if op.inputs is not None else []) + list(op.outputs or []):
+            for j in [*(op.inputs if op.inputs is not None else []), *(op.outputs if op.outputs is not None else [])]:
                 if 0 <= j < len(self.tensors):
                     type_name = self.type_names.get(self.tensors[j].type, str(self.tensors[j].type))
+                    if type_name == "RESOURCE" and self.kind(op) in RESOURCE_OPS:
+                        continue
                     if type_name not in _TYPES:
                         bad.setdefault(self.kind(op), set()).add(type_name)
         if bad:
@@ -197,17 +215,21 @@ class _Importer:
     def build(self) -> Graph:
         self.check_types()
         for i, op in enumerate(self.sg.operators or []):
+            kind = self.kind(op)
+            if self.state.absorb(i, op, kind):
+                continue
             inputs = list(op.inputs if op.inputs is not None else [])
+            if kind == "tfl.svdf":  # the bias (input 3) is optional, the state (the last input) is not
+                inputs = [j for j in inputs if j >= 0]
             while inputs and inputs[-1] < 0:  # absent trailing optional inputs (e.g. no bias)
                 inputs.pop()
             if any(j < 0 for j in inputs):
-                raise UnsupportedError(f"{self.where}: operator #{i} ({self.kind(op)}) has an absent optional "
+                raise UnsupportedError(f"{self.where}: operator #{i} ({kind}) has an absent optional "
                                        f"input before a present one")
             outs = [self.tensor(j) for j in (op.outputs if op.outputs is not None else [])]
-            ins = [self.tensor(j) for j in inputs]
-            self.check_variables(i, op, inputs)
-            self.graph.ops.append(Op(self.kind(op), ins, outs, _options(self.schema, op.builtinOptions),
-                                     name=outs[0] if outs else f"#{i}"))
+            ins, outs = self.state.rewrite(i, kind, inputs, [self.tensor(j) for j in inputs], outs)
+            self.add_op(kind, ins, outs, i, op)
+        self.graph.state = self.state.state_vars()
         self.graph.inputs = [self.tensor(j) for j in (self.sg.inputs if self.sg.inputs is not None else [])]
         self.graph.outputs = [self.tensor(j) for j in (self.sg.outputs if self.sg.outputs is not None else [])]
         for what, names in (("input", self.graph.inputs), ("output", self.graph.outputs)):
@@ -217,11 +239,9 @@ class _Importer:
         _reject_float(self.graph, self.where)
         return self.graph
 
-    def check_variables(self, i: int, op: Any, inputs: list[int]) -> None:
-        for j in inputs:
-            if self.tensors[j].isVariable:
-                raise UnsupportedError(f"{self.where}: operator #{i} ({self.kind(op)}) keeps state in variable "
-                                       f"tensor {self.names[j]!r}; stateful models are not supported")
+    def add_op(self, kind: str, ins: list[str], outs: list[str], i: int, op: Any = None) -> None:
+        options = _options(self.schema, op.builtinOptions) if op is not None else {}
+        self.graph.ops.append(Op(kind, ins, outs, options, name=outs[0] if outs else f"#{i}"))
 
 
 # --- constant folding ---------------------------------------------------------------------------
@@ -255,6 +275,7 @@ def _fold_constants(graph: Graph) -> None:
         kept.append(op)
     graph.ops = kept
     used = {n for op in graph.ops for n in op.inputs + op.outputs} | set(graph.inputs) | set(graph.outputs)
+    used |= {n for v in graph.state for n in (v.name, v.next)}
     graph.tensors = {n: t for n, t in graph.tensors.items() if n in used}
 
 

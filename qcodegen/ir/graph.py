@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import GraphError
 from .dtypes import DType, dtype
 from .quant import QuantType
+from .state import StateVar, same_quant
 
 
 @dataclass
@@ -57,6 +58,7 @@ class Graph:
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
+    state: list[StateVar] = field(default_factory=list)  # values kept across invocations (qcodegen/ir/state.py)
 
     def tensor(self, name: str) -> Tensor:
         try:
@@ -103,6 +105,7 @@ class Graph:
             t = self.tensor(n)
             if t.is_const:
                 raise GraphError(f"graph input {n!r} is a constant")
+        states = self._validate_state(producers)
         for n in self.outputs:
             t = self.tensor(n)
             if n not in producers and n not in self.inputs and not t.is_const:
@@ -111,13 +114,33 @@ class Graph:
         for op in self.ops:
             for n in op.inputs:
                 t = self.tensors[n]
-                if n not in producers and n not in self.inputs and not t.is_const:
+                if n not in producers and n not in self.inputs and n not in states and not t.is_const:
                     raise GraphError(f"{self.op_label(op)}: input {n!r} is dangling (no producer, "
                                      f"not a graph input, not a constant)")
         for n in self.inputs:
             if n not in consumed:
                 raise GraphError(f"graph input {n!r} is never used")
         self.ops = self._topological_order(producers)
+
+    def _validate_state(self, producers: dict[str, Op]) -> set[str]:
+        """State tensors are read like inputs and never produced; each next value is a tensor of the graph with
+        the state's shape and type. Returns the state tensor names."""
+        names = {v.name for v in self.state}
+        if len(names) != len(self.state):
+            raise GraphError("a tensor is declared as state twice")
+        for v in self.state:
+            t = self.tensor(v.name)
+            if t.is_const or v.name in self.inputs or v.name in producers:
+                raise GraphError(f"state {v.name!r} is a constant, a graph input or produced by an op")
+            nxt = self.tensor(v.next)
+            if (nxt.shape, nxt.dtype) != (t.shape, t.dtype) or not same_quant(nxt.quant, t.quant):
+                raise GraphError(f"state {v.name!r}: next value {v.next!r} has shape {list(nxt.shape)}, {nxt.dtype}, "
+                                 f"expected {list(t.shape)}, {t.dtype} with the same quantization")
+            if v.next != v.name and v.next in names:
+                raise GraphError(f"state {v.name!r}: next value is another state's value ({v.next!r})")
+            if np.shape(v.initial) != t.shape or np.asarray(v.initial).dtype != t.dtype.numpy:
+                raise GraphError(f"state {v.name!r}: initial value must be {t.dtype.numpy} of shape {list(t.shape)}")
+        return names
 
     def _validate_const(self, t: Tensor) -> None:
         data = np.asarray(t.data)

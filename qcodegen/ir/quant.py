@@ -46,6 +46,13 @@ class QuantType:
         zps = np.broadcast_to(np.asarray(zero_points, np.int64), scales_arr.shape).copy()
         return cls(dtype(storage), scales_arr, zps, axis=axis, **kw)
 
+    def same_as(self, other: QuantType | None) -> bool:
+        """Equal as values (QuantType compares by identity)."""
+        return (other is not None and self.storage == other.storage and self.axis == other.axis
+                and self.block_sizes == other.block_sizes and np.array_equal(self.scales, other.scales)
+                and np.array_equal(self.zero_points, other.zero_points)
+                and (self.storage_min, self.storage_max) == (other.storage_min, other.storage_max))
+
     @property
     def kind(self) -> str:
         if self.block_sizes is not None:

@@ -10,8 +10,10 @@ import numpy as np
 
 from .dtypes import DType
 from .quant import QuantType
+from .state import StateVar
 
-INPUT, OUTPUT, CONST, TEMP = "input", "output", "const", "temp"
+# STATE: a value kept across invocations (qcodegen/ir/state.py), read by steps like an input, in its own memory
+INPUT, OUTPUT, CONST, TEMP, STATE = "input", "output", "const", "temp", "state"
 
 
 @dataclass
@@ -24,6 +26,7 @@ class Buffer:
     quant: QuantType | None = None  # for reports and the I/O macros
     offset: int | None = None  # arena offset (temps only), set by the memory planner
     live: tuple[int, int] | None = None  # arena temps: first and last position in execution order (memory planner)
+    home: str | None = None  # temps stored in a state buffer's memory (its next value), set by the memory planner
     value_range: tuple[int, int] | None = None  # set by range analysis (integer buffers)
 
     @property
@@ -87,6 +90,11 @@ class Schedule:
     source_format: str = ""  # the front end's format ("tflite", "stablehlo", ...; "" for JSON/builder graphs)
     # fusion (qcodegen/plan/fuse.py): index of the last step of a group -> one fused step computing the group
     fused: dict[int, Step] = field(default_factory=dict)
+    state: list[StateVar] = field(default_factory=list)  # in the order of the generated state struct
+
+    def live_out(self) -> set[str]:
+        """Buffers whose values outlive the run: the outputs and the next values of the state (never fused away)."""
+        return set(self.outputs) | {v.next for v in self.state}
 
     def io(self, step: Step) -> StepIO:
         return StepIO(step, [self.buffers[n] for n in step.inputs], [self.buffers[n] for n in step.outputs])

@@ -13,7 +13,7 @@ from ..fixedpoint import Rounding, scale_to_multiplier_shift
 from ..ir.dtypes import DType, dtype
 from ..ir.graph import Graph, Op, Tensor
 from ..ir.quant import QuantType
-from ..ir.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
+from ..ir.schedule import CONST, INPUT, OUTPUT, STATE, TEMP, Buffer, Schedule, Step
 
 Rule = Callable[["Lowerer", Op], None]
 RULES: dict[str, Rule] = {}
@@ -43,6 +43,9 @@ class Lowerer:
             t = graph.tensors[n]
             self.schedule.add_buffer(Buffer(n, t.shape, t.dtype, INPUT, quant=t.quant))
         self.schedule.inputs = list(graph.inputs)
+        for v in graph.state:
+            t = graph.tensors[v.name]
+            self.schedule.add_buffer(Buffer(v.name, t.shape, t.dtype, STATE, quant=t.quant))
 
     # --- access to the source op -------------------------------------------------------------
     @property
@@ -170,6 +173,9 @@ def lower_graph(graph: Graph) -> Schedule:
         buf = sched.buffers[n]
         if buf.kind == TEMP:
             buf.kind = OUTPUT
-        elif buf.kind in (INPUT, CONST):
-            raise UnsupportedError(f"graph output {n!r} is a graph input or constant; nothing to compute")
+        elif buf.kind in (INPUT, CONST, STATE):
+            raise UnsupportedError(f"graph output {n!r} is a graph input, constant or state; nothing to compute")
+    for v in graph.state:
+        lowerer.buffer(v.next)
+    sched.state = list(graph.state)
     return sched

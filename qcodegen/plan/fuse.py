@@ -26,7 +26,7 @@ _CONVS = ("CONV2D", "DEPTHWISE_CONV2D")
 def _private(schedule: Schedule, name: str, consumer: int) -> bool:
     """Whether buffer `name` is a temporary read by step `consumer` alone."""
     buf = schedule.buffers[name]
-    return buf.kind == TEMP and name not in schedule.outputs and schedule.consumers(name) == [consumer]
+    return buf.kind == TEMP and name not in schedule.live_out() and schedule.consumers(name) == [consumer]
 
 
 def execution_order(schedule: Schedule) -> list[tuple[int, Step]]:

@@ -181,9 +181,10 @@ class Reshape(_Movement):
 
     @staticmethod
     def aliased(io: StepIO) -> bool:
-        """Input and output share one arena slot (decided by the memory planner, known at generation)."""
+        """Input and output share one slot of the arena (or of a state's memory), decided by the memory planner."""
         x, y = io.ins[0], io.outs[0]
-        return x.kind == TEMP and y.kind == TEMP and x.offset is not None and x.offset == y.offset
+        return (x.kind == TEMP and y.kind == TEMP and x.offset is not None and x.offset == y.offset
+                and x.home == y.home)
 
     def copies(self, io: StepIO) -> list[Copy]:
         if self.aliased(io):

@@ -29,11 +29,41 @@ def check_inputs(schedule: Schedule, inputs: list[np.ndarray]) -> list[np.ndarra
     return checked
 
 
-def run_reference(schedule: Schedule, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
-    """Values of every buffer after running the schedule (inputs and constants included)."""
+State = dict[str, np.ndarray]
+
+
+def sequence_frames(schedule: Schedule, arrays: list[np.ndarray]) -> tuple[list[list[np.ndarray]], bool]:
+    """The invocations a streaming model runs on `arrays`, and whether they form a sequence: every array has the
+    input's shape (one invocation) or a leading sequence axis of one length T >= 1 (T invocations)."""
+    shapes = [schedule.buffers[n].shape for n in schedule.inputs]
+    stacked = [np.ndim(a) == len(s) + 1 and np.shape(a)[1:] == s for a, s in zip(arrays, shapes, strict=False)]
+    if len(arrays) != len(shapes) or not any(stacked):
+        return [check_inputs(schedule, arrays)], False
+    lengths = {np.shape(a)[0] for a in arrays}
+    if not all(stacked) or len(lengths) != 1 or 0 in lengths:
+        got = [list(np.shape(a)) for a in arrays]
+        raise QcError(f"model {schedule.name!r}: a sequence needs a leading axis of one length T >= 1 on every "
+                      f"input, shapes (T, ...) of {[list(s) for s in shapes]}; got {got}")
+    return [check_inputs(schedule, [a[t] for a in arrays]) for t in range(lengths.pop())], True
+
+
+def initial_state(schedule: Schedule) -> State:
+    """The values of the state variables before the first invocation (empty for a stateless model)."""
+    return {v.name: np.asarray(v.initial).copy() for v in schedule.state}
+
+
+def next_state(schedule: Schedule, values: dict[str, np.ndarray]) -> State:
+    """The state after the invocation that computed `values` (run_reference's result)."""
+    return {v.name: values[v.next].copy() for v in schedule.state}
+
+
+def run_reference(schedule: Schedule, inputs: list[np.ndarray], state: State | None = None) -> dict[str, np.ndarray]:
+    """Values of every buffer after running the schedule (inputs, constants and state included). `state`: the
+    state at the start of this invocation (default: the initial state); next_state() gives the one after it."""
     values: dict[str, np.ndarray] = {}
     for name, arr in zip(schedule.inputs, check_inputs(schedule, inputs), strict=True):
         values[name] = arr
+    values.update(initial_state(schedule) if state is None else {v.name: state[v.name] for v in schedule.state})
     for name, buf in schedule.buffers.items():
         if buf.kind == CONST:
             values[name] = buf.data

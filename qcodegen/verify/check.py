@@ -9,7 +9,7 @@ import numpy as np
 
 from ..codegen.render import GeneratedModel
 from ..ir.schedule import Schedule
-from ..reference import run_reference
+from ..reference import initial_state, next_state, run_reference
 from .runners import HarnessRunner, HostRunner
 
 
@@ -87,11 +87,75 @@ def _first_difference(schedule: Schedule, values: dict[str, np.ndarray], trace: 
     return None
 
 
+class Tally:
+    """Differing elements over a verification and the first of them."""
+
+    def __init__(self) -> None:
+        self.mismatches = 0
+        self.first: dict[str, Any] | None = None
+
+    def compare(self, want: np.ndarray, got: np.ndarray, where: dict[str, Any]) -> bool:
+        """Count the elements of `got` that differ from `want`; True if some do."""
+        diff = np.flatnonzero(_bits(np.asarray(got)).reshape(-1) != _bits(np.asarray(want)).reshape(-1))
+        self.mismatches += int(diff.size)
+        if diff.size and self.first is None:
+            i = int(diff[0])
+            self.first = {**where, "index": i, "expected": _scalar(np.asarray(want).reshape(-1)[i]),
+                          "got": _scalar(np.asarray(got).reshape(-1)[i])}
+        return bool(diff.size)
+
+    def result(self, samples: int) -> VerifyResult:
+        return VerifyResult(self.mismatches == 0, samples, self.mismatches, self.first)
+
+
+def compare_state(tally: Tally, want: dict[str, np.ndarray], model: GeneratedModel, raw: np.ndarray | None,
+                  samples: int) -> None:
+    """The state after the last of `samples` invocations (the bytes of the C state struct) against the expected
+    values; a mismatch is reported at the last sample with "final_state": true."""
+    if model.state is None or raw is None:
+        return
+    got = model.state.decode(raw)
+    for name, values in want.items():
+        tally.compare(values, got[name], {"sample": samples - 1, "tensor": name, "final_state": True})
+
+
+def verify_sequence(schedule: Schedule, model: GeneratedModel, runner: HostRunner | HarnessRunner,
+                    frames: list[list[np.ndarray]]) -> VerifyResult:
+    """A streaming model: the frames run in order on one state, in C and in the numpy reference; every output
+    of every frame and the final state must be identical. samples = the number of frames."""
+    got, got_state = runner.run_sequence(model, frames)
+    tally, state = Tally(), initial_state(schedule)
+    for n, frame in enumerate(frames):
+        values = run_reference(schedule, frame, state)
+        state = next_state(schedule, values)
+        for j, name in enumerate(schedule.outputs):
+            first = tally.first is None
+            differs = tally.compare(values[name], got[n][j], {"sample": n, "step": schedule.producer(name),
+                                                              "tensor": name})
+            if differs and first and isinstance(runner, HostRunner):  # name the first differing step
+                located = _first_difference(schedule, values, _trace_frame(runner, model, frames, n))
+                tally.first = {"sample": n, **located} if located is not None else tally.first
+    compare_state(tally, state, model, got_state, len(frames))
+    return tally.result(len(frames))
+
+
+def _trace_frame(runner: HostRunner, model: GeneratedModel, frames: list[list[np.ndarray]], n: int) -> dict:
+    """The step trace of frame n, run on the state the frames before it left."""
+    state = runner.new_state(model)
+    for frame in frames[:n]:
+        runner.run(model, frame, state=state)
+    return runner.run(model, frames[n], trace=True, state=state)[1] or {}
+
+
 def verify_schedule(schedule: Schedule, model: GeneratedModel, runner: HostRunner | HarnessRunner,
                     samples: int = 10, seed: int = 0, inputs: list[list[np.ndarray]] | None = None,
                     progress: Any = None) -> VerifyResult:
+    """Seeded random inputs (or `inputs`) through the C and the numpy reference. A streaming model runs them as
+    one sequence of `samples` invocations (verify_sequence)."""
     rng = np.random.default_rng(seed)
     batches = inputs if inputs is not None else [random_inputs(schedule, rng) for _ in range(samples)]
+    if schedule.state:
+        return verify_sequence(schedule, model, runner, batches)
     mismatches = 0
     first: dict[str, Any] | None = None
     for n, batch in enumerate(batches):

@@ -35,10 +35,18 @@ from .build import cache_dir, compile_cached
 from .timing import cost_table, timing_model
 
 Trace = dict[int, list[bytes]]
+Frames = list[list[np.ndarray]]  # one list of inputs (or outputs) per invocation
 
 
 def _empty_outputs(model: GeneratedModel) -> list[np.ndarray]:
     return [np.zeros(b.shape, b.dtype.numpy) for b in model.outputs]
+
+
+def _aligned(nbytes: int) -> np.ndarray:
+    """A zeroed byte buffer whose data starts on a 16-byte boundary."""
+    raw = np.zeros(max(nbytes, 1) + 16, np.uint8)
+    offset = (-raw.ctypes.data) % 16
+    return raw[offset:offset + max(nbytes, 1)]
 
 
 class HostRunner:
@@ -47,10 +55,11 @@ class HostRunner:
     def __init__(self, target: Target, extra_cflags: tuple[str, ...] = ()) -> None:
         self.target = target
         self.extra_cflags = extra_cflags
+        self.loaded: dict[tuple[Path, str], tuple[cffi.FFI, object]] = {}  # by library and declarations
 
     def _library(self, model: GeneratedModel, trace: bool) -> tuple[cffi.FFI, object]:
         sources = [model.outdir / f"{model.name}.c", model.outdir / f"{model.name}_weights.c"]
-        cdef = model.prototype()
+        cdef = model.cdef()
         flags = list(self.target.cflags) + list(self.extra_cflags) + ["-shared", "-fPIC"]
         if trace:
             shim = model.outdir / "qc_trace_shim.c"
@@ -66,17 +75,35 @@ class HostRunner:
             flags.append("-DQC_TRACE")
             cdef += f"\nvoid {model.name}_set_trace(void (*cb)(int, const void *, size_t));"
         lib_path = compile_cached(sources, [self.target.cc] + flags, ".so", list(self.target.ldflags))
-        ffi = cffi.FFI()
-        ffi.cdef(cdef)
-        return ffi, ffi.dlopen(str(lib_path))
+        if (lib_path, cdef) not in self.loaded:  # a sequence calls it once per invocation: load it once
+            ffi = cffi.FFI()
+            ffi.cdef(cdef)
+            self.loaded[lib_path, cdef] = ffi, ffi.dlopen(str(lib_path))
+        return self.loaded[lib_path, cdef]
 
-    def run(self, model: GeneratedModel, inputs: list[np.ndarray], trace: bool = False
-            ) -> tuple[list[np.ndarray], Trace | None]:
+    def new_state(self, model: GeneratedModel) -> np.ndarray:
+        """A state struct (bytes) of a streaming model, put in its initial state by <name>_init."""
+        assert model.state is not None
+        state = _aligned(model.state.size)
+        ffi, lib = self._library(model, False)
+        getattr(lib, f"{model.name}_init")(ffi.cast("void *", state.ctypes.data))
+        return state
+
+    def run_sequence(self, model: GeneratedModel, frames: Frames, repeat: int = 1) -> tuple[Frames, np.ndarray | None]:
+        """Run the frames in order on one state (from the initial state), the whole sequence `repeat` times; the
+        outputs per frame of the last pass and the final state's bytes (None for a stateless model)."""
+        state = self.new_state(model) if model.state is not None else None
+        for _ in range(repeat):
+            outputs = [self.run(model, frame, state=state)[0] for frame in frames]
+        return outputs, state
+
+    def run(self, model: GeneratedModel, inputs: list[np.ndarray], trace: bool = False,
+            state: np.ndarray | None = None) -> tuple[list[np.ndarray], Trace | None]:
+        """One invocation; a streaming model runs on `state` (updated in place; default: a new initial state)."""
         ffi, lib = self._library(model, trace)
         outputs = _empty_outputs(model)
-        arena = np.zeros(max(model.arena_size, 1) + 16, np.uint8)
-        offset = (-arena.ctypes.data) % 16
-        arena_ptr = ffi.cast("void *", arena.ctypes.data + offset)
+        arena = _aligned(model.arena_size)
+        arena_ptr = ffi.cast("void *", arena.ctypes.data)
         steps: Trace = {}
         callback = None
         if trace:
@@ -87,6 +114,9 @@ class HostRunner:
         args = [ffi.from_buffer(f"{b.dtype.ctype}[]", np.ascontiguousarray(x, b.dtype.numpy))
                 for b, x in zip(model.inputs, inputs, strict=True)]
         args += [ffi.from_buffer(f"{b.dtype.ctype}[]", y) for b, y in zip(model.outputs, outputs, strict=True)]
+        if model.state is not None:
+            state = self.new_state(model) if state is None else state
+            args.append(ffi.cast("void *", state.ctypes.data))
         rc = getattr(lib, f"{model.name}_run")(*args, arena_ptr)
         if rc != 0:
             raise BuildError(f"{model.name}_run returned {rc}")
@@ -97,20 +127,33 @@ class HostRunner:
         return {}
 
 
+def _raw(arr: np.ndarray, packed: bool) -> bytes:
+    return (pack4(arr) if packed else np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<"))).tobytes()
+
+
 def write_raw(path: Path, arr: np.ndarray, packed: bool) -> None:
-    data = pack4(arr) if packed else np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<"))
-    path.write_bytes(data.tobytes())
+    path.write_bytes(_raw(arr, packed))
 
 
-def read_raw(path: Path, shape: tuple[int, ...], dtype: np.dtype, packed: bool) -> np.ndarray:
+def _unpack4(raw: bytes, size: int, dtype: np.dtype) -> np.ndarray:
+    nib = np.frombuffer(raw, np.uint8)
+    vals = np.stack([nib & 0xF, nib >> 4], axis=1).reshape(-1)[:size].astype(np.int16)
+    if np.dtype(dtype).kind == "i":
+        vals = np.where(vals >= 8, vals - 16, vals)
+    return vals.astype(dtype)
+
+
+def read_raw(path: Path, shape: tuple[int, ...], dtype: np.dtype, packed: bool, per_frame: int | None = None
+             ) -> np.ndarray:
+    """A raw file as an array of `shape`; packed 4-bit data is read in frames of `per_frame` elements (each
+    frame starts on a byte), the whole file as one frame by default."""
     raw = path.read_bytes()
     size = int(np.prod(shape, dtype=np.int64))
     if packed:
-        nib = np.frombuffer(raw, np.uint8)
-        vals = np.stack([nib & 0xF, nib >> 4], axis=1).reshape(-1)[:size].astype(np.int16)
-        if np.dtype(dtype).kind == "i":
-            vals = np.where(vals >= 8, vals - 16, vals)
-        return vals.astype(dtype).reshape(shape)
+        frame = per_frame or size
+        step = (frame + 1) // 2
+        parts = [_unpack4(raw[k:k + step], frame, dtype) for k in range(0, step * (size // max(frame, 1)), step)]
+        return np.concatenate(parts).reshape(shape) if parts else np.zeros(shape, dtype)
     return np.frombuffer(raw, np.dtype(dtype).newbyteorder("<")).astype(dtype).reshape(shape)
 
 
@@ -328,16 +371,32 @@ class HarnessRunner:
 
     def run(self, model: GeneratedModel, inputs: list[np.ndarray], trace: bool = False,
             repeat: int = 1) -> tuple[list[np.ndarray], Trace | None]:
+        """One invocation (a streaming model from its initial state), `repeat` times."""
+        outputs, _ = self._invoke(model, [inputs], repeat)
+        return outputs[0], None
+
+    def run_sequence(self, model: GeneratedModel, frames: Frames, repeat: int = 1) -> tuple[Frames, np.ndarray | None]:
+        """A streaming model's harness runs the frames in one process on one state (files of several frames;
+        -n repeat: the sequence `repeat` times); the outputs per frame of the last pass and the final state's
+        bytes. A stateless model runs once per frame."""
+        if model.state is None:
+            return [self.run(model, frame, repeat=repeat)[0] for frame in frames], None
+        return self._invoke(model, frames, repeat)
+
+    def _invoke(self, model: GeneratedModel, frames: Frames, repeat: int) -> tuple[Frames, np.ndarray | None]:
         exe = self.executable(model)
         with tempfile.TemporaryDirectory(prefix="qc-run-") as tmp:
             tmpdir = Path(tmp)
             in_files = []
-            for i, (buf, arr) in enumerate(zip(model.inputs, inputs, strict=True)):
+            for i, buf in enumerate(model.inputs):
                 path = tmpdir / f"in{i}.bin"
-                write_raw(path, arr.astype(buf.dtype.numpy), buf.dtype.is_packed)
+                packed = b"".join(_raw(frame[i].astype(buf.dtype.numpy), buf.dtype.is_packed) for frame in frames)
+                path.write_bytes(packed)
                 in_files.append(path)
             out_files = [tmpdir / f"out{i}.bin" for i in range(len(model.outputs))]
-            args = (["-n", str(repeat)] if repeat != 1 else []) + [str(p) for p in in_files + out_files]
+            state_file = tmpdir / "state.bin"
+            args = (["-n", str(repeat)] if repeat != 1 else []) + (["-S", str(state_file)] if model.state else [])
+            args += [str(p) for p in in_files + out_files]
             counting = self.counting and exe not in self.counts
             count_file = tmpdir / "insns.txt"
             prefix = (counting_prefix(self.target, exe, f"{model.name}_run", count_file) if counting
@@ -351,9 +410,10 @@ class HarnessRunner:
                 raise BuildError(f"harness exited with {proc.returncode}: {proc.stderr.strip()[:500]}")
             if counting:
                 self.counts[exe] = read_count(self.target, count_file)
-            outputs = [read_raw(p, b.shape, b.dtype.numpy, b.dtype.is_packed)
-                       for p, b in zip(out_files, model.outputs, strict=True)]
-        return outputs, None
+            per_output = [read_raw(p, (len(frames), *b.shape), b.dtype.numpy, b.dtype.is_packed, per_frame=b.size)
+                          for p, b in zip(out_files, model.outputs, strict=True)]
+            state = np.frombuffer(state_file.read_bytes(), np.uint8).copy() if model.state else None
+        return [[out[t] for out in per_output] for t in range(len(frames))], state
 
     def measurements(self, model: GeneratedModel) -> dict[str, int | str]:
         """instructions (when counted; on Hexagon also packets), the estimated cycles and the timing model that

@@ -18,7 +18,7 @@ import numpy as np
 from ..codegen.render import GeneratedModel
 from ..errors import QcError, install_hint
 from ..ir.schedule import Schedule
-from .check import VerifyResult, random_inputs
+from .check import Tally, VerifyResult, compare_state, random_inputs
 from .runners import HarnessRunner, HostRunner
 
 _NEEDS = f"the TFLM oracle needs the TFLite extra: {install_hint('tflite')}"
@@ -33,17 +33,26 @@ def _runtime() -> ModuleType:
 
 
 class TflmModel:
-    """A TFLM interpreter over one model; `run` resets it, so every call starts from the initial state."""
+    """A TFLM interpreter over one model; `run` resets it, so every call starts from the initial state.
+    preserve=True keeps every tensor readable after an invocation (`tensor`: a streaming model's state)."""
 
-    def __init__(self, model: bytes) -> None:
+    def __init__(self, model: bytes, preserve: bool = False) -> None:
         runtime = _runtime()
+        config = runtime.InterpreterConfig.kPreserveAllTensors if preserve else \
+            runtime.InterpreterConfig.kAllocationRecording
         try:
-            self.interpreter = runtime.Interpreter.from_bytes(bytes(model), arena_size=max(1 << 20, 16 * len(model)))
+            self.interpreter = runtime.Interpreter.from_bytes(bytes(model), arena_size=max(1 << 20, 16 * len(model)),
+                                                              intrepreter_config=config)
         except (RuntimeError, ValueError) as exc:
             raise QcError(f"TFLM cannot load the model: {str(exc).strip().splitlines()[-1:]}") from None
 
     def run(self, inputs: list[np.ndarray], outputs: int) -> list[np.ndarray]:
         self.interpreter.reset()
+        return self.invoke(inputs, outputs)
+
+    def invoke(self, inputs: list[np.ndarray], outputs: int) -> list[np.ndarray]:
+        """One invocation on the interpreter's current state. Every input is set again: TFLM kernels may
+        overwrite an input tensor in place."""
         for i, arr in enumerate(inputs):
             self.interpreter.set_input(np.ascontiguousarray(arr), i)
         try:
@@ -52,40 +61,43 @@ class TflmModel:
             raise QcError(f"TFLM failed to run the model: {str(exc).strip()[:300]}") from None
         return [np.array(self.interpreter.get_output(i)) for i in range(outputs)]
 
-
-def _bits(arr: np.ndarray) -> np.ndarray:
-    return arr.view(np.uint32) if arr.dtype == np.float32 else arr.astype(np.int64)
-
-
-def _scalar(v: np.generic) -> int | float:
-    return float(v) if np.issubdtype(type(v), np.floating) else int(v)
+    def tensor(self, index: int) -> np.ndarray:
+        """The values of tensor `index` of subgraph 0 (needs preserve=True)."""
+        return np.array(self.interpreter.GetTensor(index, 0)["tensor_data"])
 
 
 def verify_against_tflm(path: str | Path, schedule: Schedule, model: GeneratedModel,
                         runner: HostRunner | HarnessRunner, samples: int = 10, seed: int = 0,
                         inputs: list[list[np.ndarray]] | None = None) -> VerifyResult:
     """Run seeded inputs (qcodegen.verify.random_inputs over the schedule) through TFLM and the generated C;
-    compare every output element exactly. first_mismatch: {sample, tensor, index, expected (TFLM), got (C)}."""
-    tflm = TflmModel(Path(path).read_bytes())
+    compare every output element exactly. first_mismatch: {sample, tensor, index, expected (TFLM), got (C)}.
+
+    A streaming model runs the inputs as one sequence on one fresh interpreter and one C state (samples = the
+    number of invocations); then the final state is compared too, for every state variable TFLM keeps in a
+    tensor it exposes (variable tensors; the value last assigned to a resource variable)."""
     rng = np.random.default_rng(seed)
     batches = inputs if inputs is not None else [random_inputs(schedule, rng) for _ in range(samples)]
-    mismatches = 0
-    first: dict[str, Any] | None = None
+    stateful = bool(schedule.state)
+    tflm = TflmModel(Path(path).read_bytes(), preserve=stateful)
+    if stateful:
+        tflm.interpreter.reset()  # variable tensors to TFLM's initial values
+        got, got_state = runner.run_sequence(model, batches)
+    tally = Tally()
     for n, batch in enumerate(batches):
-        want = tflm.run(batch, len(schedule.outputs))
-        got, _ = runner.run(model, batch)
+        if stateful:
+            want, outs = tflm.invoke(batch, len(schedule.outputs)), got[n]
+        else:
+            want, outs = tflm.run(batch, len(schedule.outputs)), runner.run(model, batch)[0]
         for j, name in enumerate(schedule.outputs):
-            w, g = want[j], got[j]
+            w, g = want[j], outs[j]
             if w.size != g.size or w.dtype != g.dtype:
                 raise QcError(f"output {j} ({name!r}): TFLM gives {w.dtype} {list(w.shape)}, the C {g.dtype} "
                               f"{list(g.shape)}")
-            diff = np.flatnonzero(_bits(w).reshape(-1) != _bits(g).reshape(-1))
-            mismatches += int(diff.size)
-            if diff.size and first is None:
-                i = int(diff[0])
-                first = {"sample": n, "tensor": name, "index": i, "expected": _scalar(w.reshape(-1)[i]),
-                         "got": _scalar(g.reshape(-1)[i])}
-    return VerifyResult(mismatches == 0, len(batches), mismatches, first)
+            tally.compare(w, g, {"sample": n, "tensor": name})
+    if stateful:
+        compare_state(tally, {v.name: tflm.tensor(v.source_index) for v in schedule.state
+                              if v.source_index is not None}, model, got_state, len(batches))
+    return tally.result(len(batches))
 
 
 def check_tflite(path: str | Path, samples: int = 3, seed: int = 0, target: str = "generic",
@@ -117,6 +129,7 @@ class TensorSpec:
     axis: int | None = None
     data: np.ndarray | None = None
     name: str | None = None
+    variable: bool = False  # a variable tensor (state an op updates in place, e.g. SVDF's)
 
 
 @dataclass
@@ -141,7 +154,18 @@ _OPTION_TABLES = {
     "MAXIMUM": "MaximumMinimumOptions", "MINIMUM": "MaximumMinimumOptions", "PAD": "PadOptions",
     "PADV2": "PadV2Options", "TRANSPOSE": "TransposeOptions", "SLICE": "SliceOptions",
     "LEAKY_RELU": "LeakyReluOptions", "MEAN": "ReducerOptions", "SVDF": "SVDFOptions",
+    "VAR_HANDLE": "VarHandleOptions", "READ_VARIABLE": "ReadVariableOptions",
+    "ASSIGN_VARIABLE": "AssignVariableOptions", "CALL_ONCE": "CallOnceOptions",
 }
+
+
+@dataclass
+class SubgraphSpec:
+    """A subgraph after the first (e.g. the init subgraph of CALL_ONCE)."""
+
+    ops: list[OpSpec]
+    inputs: list[TensorSpec] = field(default_factory=list)
+    outputs: list[TensorSpec] = field(default_factory=list)
 
 
 def _schema() -> tuple[ModuleType, ModuleType]:
@@ -167,25 +191,35 @@ def _tensor(schema: ModuleType, me: ModuleType, spec: TensorSpec, index: int) ->
             data = (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8).tobytes()
         else:
             data = values.astype(np.dtype(spec.dtype).newbyteorder("<")).tobytes()
-    return me.Tensor(shape=tuple(spec.shape), dtype=getattr(schema.TensorType, type_name), data=data,
-                     quantization=quant, name=spec.name or f"t{index}")
+    tensor = me.Tensor(shape=tuple(spec.shape), dtype=getattr(schema.TensorType, type_name), data=data,
+                       quantization=quant, name=spec.name or f"t{index}")
+    tensor._fb.isVariable = spec.variable
+    return tensor
 
 
-def build_model(ops: list[OpSpec], inputs: list[TensorSpec], outputs: list[TensorSpec]) -> bytes:
-    """A .tflite flatbuffer with one subgraph holding `ops` in order."""
+def build_model(ops: list[OpSpec], inputs: list[TensorSpec], outputs: list[TensorSpec],
+                subgraphs: list[SubgraphSpec] = ()) -> bytes:
+    """A .tflite flatbuffer: subgraph 0 holds `ops` in order, `subgraphs` follow (dtype "resource" makes a
+    resource-variable handle)."""
     schema, me = _schema()
-    made: dict[int, Any] = {}
-
-    def get(spec: TensorSpec | None) -> Any:
-        if spec is None:
-            return None
-        if id(spec) not in made:
-            made[id(spec)] = _tensor(schema, me, spec, len(made))
-        return made[id(spec)]
-
     model = me.Model()
+    for spec in [SubgraphSpec(ops, inputs, outputs), *subgraphs]:
+        _add_subgraph(schema, me, model, spec)
+    return bytes(model.build())
+
+
+def _add_subgraph(schema: ModuleType, me: ModuleType, model: Any, spec: SubgraphSpec) -> None:
+    made: dict[int, Any] = {}  # tensors belong to one subgraph
+
+    def get(t: TensorSpec | None) -> Any:
+        if t is None:
+            return None
+        if id(t) not in made:
+            made[id(t)] = _tensor(schema, me, t, len(made))
+        return made[id(t)]
+
     sg = model.add_subgraph()
-    for op in ops:
+    for op in spec.ops:
         fb = schema.OperatorT()
         table = op.options_type or _OPTION_TABLES.get(op.opcode)
         if table is not None:
@@ -198,9 +232,8 @@ def build_model(ops: list[OpSpec], inputs: list[TensorSpec], outputs: list[Tenso
             fb.builtinOptions = options
         sg.add_operator(opcode=getattr(schema.BuiltinOperator, op.opcode), inputs=[get(t) for t in op.inputs],
                         outputs=[get(t) for t in op.outputs], _fb=fb)
-    sg.inputs = [get(t) for t in inputs]
-    sg.outputs = [get(t) for t in outputs]
-    return bytes(model.build())
+    sg.inputs = [get(t) for t in spec.inputs]
+    sg.outputs = [get(t) for t in spec.outputs]
 
 
 def single_op_model(opcode: str, inputs: list[TensorSpec | None], outputs: list[TensorSpec],

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import UnsupportedError
 from ..ir.schedule import Schedule
 from ..reference import run_reference
 from .check import VerifyResult, random_inputs
@@ -51,6 +52,9 @@ def verify_against_tosa(schedule: Schedule, samples: int = 10, seed: int = 0, *,
     step is the first one whose output differs (every step output is compared once a mismatch is found).
     Raises UnsupportedError for steps TOSA cannot express and QcError when the reference model reports
     TOSA_ERROR or TOSA_UNPREDICTABLE."""
+    if schedule.state:
+        raise UnsupportedError(f"model {schedule.name!r} keeps state across runs; --against tosa-ref compares "
+                               f"stateless graphs only (use --against reference or tflm)")
     rng = np.random.default_rng(seed)
     batches = inputs if inputs is not None else [random_inputs(schedule, rng) for _ in range(samples)]
     graph, names = export_graph(schedule)

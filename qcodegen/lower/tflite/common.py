@@ -24,15 +24,17 @@ def operands(lw: Lowerer, op: Op, n_in: tuple[int, ...], n_out: int = 1) -> tupl
     return [lw.tensor_in(i) for i in range(len(op.inputs))], [lw.tensor_out(i) for i in range(n_out)]
 
 
-def quantized(lw: Lowerer, t: Tensor, types: tuple[str, ...] = QUANT_TYPES) -> QuantType:
-    """The per-tensor quantization of an activation tensor of one of `types`."""
+def quantized(lw: Lowerer, t: Tensor, types: tuple[str, ...] = QUANT_TYPES, any_zero_point: bool = False
+              ) -> QuantType:
+    """The per-tensor quantization of an activation tensor of one of `types` (16-bit: zero point 0 unless
+    any_zero_point)."""
     if t.dtype.name not in types:
         raise lw.error(f"tensor {t.name!r} has type {t.dtype}; supported: {', '.join(types)}")
     if t.quant is None:
         raise lw.error(f"tensor {t.name!r} is not quantized")
     if t.quant.kind != "per_tensor":
         raise lw.error(f"tensor {t.name!r} must be quantized per tensor, got {t.quant.kind}")
-    if t.dtype.bits == 16 and t.quant.zero_point != 0:
+    if t.dtype.bits == 16 and t.quant.zero_point != 0 and not any_zero_point:
         raise lw.error(f"16-bit tensor {t.name!r} must have zero point 0, got {t.quant.zero_point}")
     return t.quant
 

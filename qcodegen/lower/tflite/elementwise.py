@@ -143,12 +143,18 @@ def lower_quantize(lw: Lowerer, op: Op) -> None:
     if x.dtype.is_float:
         _quantize_float(lw, x, y)
         return
-    qx = quantized(lw, x, ("i8", "i16", "i32"))
+    qx = quantized(lw, x, ("i8", "i16", "i32"), any_zero_point=True)  # int16 SOFTMAX outputs have zp -32768
     if x.dtype.bits == 32 and qx.zero_point != 0:
         raise UnsupportedError(f"{lw.label}: int32 input with zero point {qx.zero_point} is not supported")
     pair = quantize_multiplier_exponent(float(qx.scale) / float(qy.scale))
     bound = max(x.dtype.max - qx.zero_point, qx.zero_point - x.dtype.min)
-    emit_mbqm(lw, x.name, y.name, [pair], input_zp=qx.zero_point, output_zp=qy.zero_point, value_bound=bound)
+    src, zp = x.name, qx.zero_point
+    if x.dtype.bits == 16 and zp:  # a RESCALE takes no 16-bit input zero point: x - zp in int32 first
+        wide, src = lw.temp(f"{x.name}_i32", x.shape, "i32"), lw.temp(f"{x.name}_centred", x.shape, "i32")
+        lw.emit("CAST", [x.name], [wide])
+        lw.emit("ADD", [wide, lw.const(f"{x.name}_zp", np.full((1,) * len(x.shape), -zp), "i32")], [src])
+        zp = 0
+    emit_mbqm(lw, src, y.name, [pair], input_zp=zp, output_zp=qy.zero_point, value_bound=bound)
 
 
 def _quantize_float(lw: Lowerer, x: Tensor, y: Tensor) -> None:
