@@ -263,7 +263,7 @@ def _against_tflm(model: Model, options: VerifyOptions) -> Any:
 
     schedule = plan(path, hybrid=options.hybrid)
     return _generated_run(schedule, options, lambda g, r: verify_against_tflm(
-        path, schedule, g, r, samples=options.samples, seed=options.seed))
+        path, schedule, g, r, samples=options.samples, seed=options.seed, progress=options.progress))
 
 
 @oracle("tosa-ref", "the TOSA reference model (numpy reference of the schedule)")

@@ -68,7 +68,7 @@ class TflmModel:
 
 def verify_against_tflm(path: str | Path, schedule: Schedule, model: GeneratedModel,
                         runner: HostRunner | HarnessRunner, samples: int = 10, seed: int = 0,
-                        inputs: list[list[np.ndarray]] | None = None) -> VerifyResult:
+                        inputs: list[list[np.ndarray]] | None = None, progress: Any = None) -> VerifyResult:
     """Run seeded inputs (qcodegen.verify.random_inputs over the schedule) through TFLM and the generated C;
     compare every output element exactly. first_mismatch: {sample, tensor, index, expected (TFLM), got (C)}.
 
@@ -94,6 +94,8 @@ def verify_against_tflm(path: str | Path, schedule: Schedule, model: GeneratedMo
                 raise QcError(f"output {j} ({name!r}): TFLM gives {w.dtype} {list(w.shape)}, the C {g.dtype} "
                               f"{list(g.shape)}")
             tally.compare(w, g, {"sample": n, "tensor": name})
+        if progress is not None:
+            progress(n + 1, len(batches))
     if stateful:
         compare_state(tally, {v.name: tflm.tensor(v.source_index) for v in schedule.state
                               if v.source_index is not None}, model, got_state, len(batches))
