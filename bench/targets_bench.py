@@ -14,8 +14,8 @@ FC autoencoder) and per target (`--targets`; default: every target `qcodegen tar
 - instructions (on Hexagon also packets) of one inference and per MAC, counted by the target's QEMU plugin exactly as
   `qcodegen verify -t T --json` does (HarnessRunner(measure=True), on the first sample), on the Cortex-M targets
   the estimated cycles and cycles per MAC of the core's timing model (qcodegen/verify/timing, `cycles_estimate`),
-  .text and .rodata bytes of the generated model.c + model_weights.c (qcodegen.verify.runners.code_size) and the
-  arena bytes;
+  .text and .rodata bytes of the generated model.c + model_weights.c and the runtime kernels it calls
+  (qcodegen.verify.runners.code_size) and the arena bytes;
 - on host targets (the harness runs natively: generic, x86-avx2) wall time per inference of the harness (`-n N`)
   vs TFLM `invoke()` vs LiteRT's default interpreter (ai-edge-litert, XNNPACK delegate, num_threads=1), twice:
   as shipped (XNNPACK picks its kernels for the host's best ISA at run time, AVX-512 VNNI / AMX on a recent Xeon)
@@ -58,12 +58,12 @@ sys.path.insert(0, str(ROOT))
 from bench.models import ALL, MLPERF, model_path  # noqa: E402
 from bench.tflite_bench import _tflm_version, harness_seconds, machine  # noqa: E402
 from qcodegen.codegen import generate, list_targets, load_target  # noqa: E402
-from qcodegen.codegen.relayout import WEIGHT_LAYOUTS  # noqa: E402
 from qcodegen.codegen.render import GeneratedModel  # noqa: E402
 from qcodegen.codegen.targets import Target  # noqa: E402
 from qcodegen.compiler import plan  # noqa: E402
 from qcodegen.frontends import load_model  # noqa: E402
 from qcodegen.ir.schedule import Schedule  # noqa: E402
+from qcodegen.kernels import WEIGHT_LAYOUTS  # noqa: E402
 from qcodegen.report import inspect_dict  # noqa: E402
 from qcodegen.verify import get_runner, random_inputs  # noqa: E402
 from qcodegen.verify.runners import HarnessRunner, code_size, unavailable, write_raw  # noqa: E402
@@ -540,7 +540,8 @@ of `qcodegen verify --json`, model `qc-<core>-v1`: per-instruction costs from th
 taken branches and, on Cortex-M4, unaligned accesses; zero wait states, no caches; docs/targets.md "Cycles"), per
 MAC in cycles/MAC (est.). .text /
 .rodata B = the `.text*` / `.rodata*` sections of the generated model.c and model_weights.c objects compiled with
-the target's flags (harness, C library and compiler runtime helpers excluded; weights are in .rodata). arena B =
+the target's flags, and of the runtime kernel objects the sections the model's code reaches (harness, C library
+and compiler runtime helpers excluded; weights are in .rodata). arena B =
 `<NAME>_ARENA_SIZE` (inputs and outputs are caller buffers). µs = wall time per inference on this machine, host
 targets only: ours = the harness executable (`-n N`, (t(N+1) - t(1)) / N, best of 3), TFLM = `invoke()` of the
 tflite-micro Python interpreter, XNNPACK = `invoke()` of ai-edge-litert's default interpreter (XNNPACK delegate)

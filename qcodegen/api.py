@@ -26,6 +26,7 @@ from .errors import QcError
 from .frontends import load_model
 from .ir.graph import Graph
 from .ir.schedule import Schedule
+from .kernels import KernelPlan
 from .output_folder import OutputFolder
 from .reference.executor import check_inputs, sequence_frames
 from .report import inspect_dict, inspect_text
@@ -92,7 +93,7 @@ def compile(model: Model, output: str | Path | None = None, *, target: str = "ge
     from .verify.runners import code_size
 
     sizes = code_size(tgt, generated) if not tgt.missing_tools() else {}
-    report = _report(schedule, tgt, sizes)
+    report = _report(schedule, tgt, sizes, generated.plan)
     if profile:
         from .verify.profile import as_json
         from .verify.profile import profile as profile_layers
@@ -110,9 +111,9 @@ def compile(model: Model, output: str | Path | None = None, *, target: str = "ge
                          report["weights_bytes"], report["macs"], sizes.get("text_bytes"), report)
 
 
-def _report(schedule: Schedule, target: Target, sizes: dict[str, int]) -> dict[str, Any]:
-    report = inspect_dict(schedule)
-    report["target"] = target.name
+def _report(schedule: Schedule, target: Target, sizes: dict[str, int], kernels: KernelPlan | None) -> dict[str, Any]:
+    """The report of what was written: its kernel plan's arrays, the measured code size."""
+    report = inspect_dict(schedule, kernels, target.name)
     report["version"] = __version__
     io_bytes = sum(schedule.buffers[n].nbytes for n in schedule.inputs + schedule.outputs)
     report["ram"] = {"bytes": schedule.arena_size + io_bytes, "parts": ["arena", "I/O buffers"]}
@@ -167,10 +168,17 @@ def profile(model: Model, *, target: str, weight_layout: str | None = None, hybr
     return profile_layers(plan(model, hybrid=hybrid), load_target(target, weight_layout), seed=seed)
 
 
-def inspect(model: Model, *, hybrid: str | None = None) -> dict[str, Any]:
-    """The plan as data: per-step records (`steps`), layers in execution order (`layers`), the arena's tensors
-    (`arena`), totals (`macs`, `weights_bytes`, `arena_bytes`, `arena_lower_bound_bytes`) and planner notes."""
-    return inspect_dict(plan(model, hybrid=hybrid))
+def inspect(model: Model, *, hybrid: str | None = None, target: str = "generic",
+            weight_layout: str | None = None) -> dict[str, Any]:
+    """The plan as data: per-step records (`steps`), layers in execution order (`layers`, with the kernel each runs
+    on `target` and why), the arena's tensors (`arena`), totals (`macs`, `weights_bytes`: the arrays `compile`
+    writes for that target and weight layout, `arena_bytes`, `arena_lower_bound_bytes`) and planner notes. The
+    model is rendered (not written) for the target: its kernel plan is what `compile` writes."""
+    from .codegen.render import render_model
+
+    tgt = load_target(target, weight_layout)
+    schedule = plan(model, hybrid=hybrid)
+    return inspect_dict(schedule, render_model(schedule, tgt).plan, tgt.name)
 
 
 @dataclass(frozen=True)

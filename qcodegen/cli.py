@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__, api
-from .codegen.relayout import WEIGHT_LAYOUTS
 from .compiler import HYBRID_MODES
 from .errors import QcError
+from .kernels import WEIGHT_LAYOUTS
 from .progress import Progress
 from .report import inspect_text
 
@@ -101,7 +101,7 @@ def _profile(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    report = api.inspect(args.model, hybrid=args.hybrid)
+    report = api.inspect(args.model, hybrid=args.hybrid, target=args.target, weight_layout=args.weight_layout)
     print(json.dumps(report) if args.json else inspect_text(report))
     return EXIT_OK
 
@@ -212,10 +212,12 @@ def build_parser() -> argparse.ArgumentParser:
     _weight_layout_option(pr)
     pr.set_defaults(func=_profile)
 
-    i = _command(sub, "inspect", "show the schedule, fixed-point parameters and memory plan")
+    i = _command(sub, "inspect", "show the schedule, fixed-point parameters, memory plan and the kernels")
     _model_argument(i)
+    _target_option(i)
     i.add_argument("--json", action="store_true", help="print one JSON object (docs/schemas/inspect.schema.json)")
     _hybrid_option(i)
+    _weight_layout_option(i)
     i.set_defaults(func=_inspect)
 
     t = _command(sub, "targets", "list targets and whether this machine can build and run them")

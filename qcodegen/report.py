@@ -1,4 +1,6 @@
-"""Reports of a planned schedule: per-step cost, fixed-point parameters, bounds and the memory plan."""
+"""Reports of a planned schedule: per-step cost, fixed-point parameters, bounds, the memory plan and the kernels a
+target runs. The byte counts are those of what is written: the constant arrays of the kernel plan (the arrays of
+`<name>_weights.c` on that target and weight layout) and the arena size of `<NAME>_ARENA_SIZE`."""
 
 from __future__ import annotations
 
@@ -7,9 +9,11 @@ from typing import Any
 import numpy as np
 
 from . import primitives
-from .ir.schedule import CONST, TEMP, Schedule
+from .codegen.targets import load_target
+from .ir.schedule import TEMP, Schedule
 from .ir.state import StateVar
-from .plan.fuse import execution_order
+from .kernels import KernelPlan, plan_kernels
+from .kernels.names import c_identifier
 
 
 def _short(values: Any) -> Any:
@@ -21,28 +25,28 @@ def _short(values: Any) -> Any:
     return values[0] if len(set(values)) == 1 else values
 
 
-def weights_bytes(schedule: Schedule) -> int:
-    total = sum(b.nbytes for b in schedule.buffers.values() if b.kind == CONST)
-    for step in schedule.steps:
-        total += sum(v.nbytes for v in primitives.get(step.op).constants(schedule.io(step)).values())
-    return total
+def generic_plan(schedule: Schedule) -> KernelPlan:
+    """The kernel plan of the generic target (the default of `compile` and `inspect`)."""
+    return plan_kernels(schedule, load_target("generic"), c_identifier(schedule.name))
 
 
-def layers(schedule: Schedule) -> list[dict[str, Any]]:
+def layers(schedule: Schedule, plan: KernelPlan) -> list[dict[str, Any]]:
     """The steps as the generated code runs them (a fused group is one layer), in order: position, the schedule
     step indices it covers, op (a fused step lists its parts), source op, output shape and type, MACs, the flash
-    bytes of the constants it reads first (weights shared by later layers are counted once), and its output's
-    arena slice (offset and bytes; None for model inputs/outputs and constants)."""
+    bytes of the weights-file arrays it reads first (arrays shared by later layers are counted once), its output's
+    arena slice (offset and bytes; None for model inputs/outputs, constants and outputs computed in a state's
+    memory), and the kernel the plan chose (with its reason and the weight layout it reads)."""
     rows: list[dict[str, Any]] = []
+    nbytes = {a.name: a.nbytes for a in plan.arrays}
     counted: set[str] = set()
-    for position, (k, step) in enumerate(execution_order(schedule)):
+    for position, s in enumerate(plan.steps):
+        step = schedule.fused.get(s.index, schedule.steps[s.index])
         io = schedule.io(step)
-        prim = primitives.get(step.op)
-        members = step.attrs.get("steps") or [k]
-        flash = sum(b.nbytes for b in io.ins if b.kind == CONST and b.name not in counted)
-        counted.update(b.name for b in io.ins if b.kind == CONST)
-        flash += sum(v.nbytes for v in prim.constants(io).values())
+        members = step.attrs.get("steps") or [s.index]
+        first = [n for n in s.arrays if n not in counted]
+        counted.update(s.arrays)
         out = io.outs[0]
+        in_arena = out.kind == TEMP and out.home is None
         rows.append({
             "position": position,
             "steps": list(members),
@@ -51,10 +55,13 @@ def layers(schedule: Schedule) -> list[dict[str, Any]]:
             "output": out.name,
             "shape": list(out.shape),
             "dtype": out.dtype.name,
-            "macs": prim.macs(io),
-            "weights_bytes": flash,
-            "arena_offset": out.offset if out.kind == TEMP and out.home is None else None,
-            "arena_bytes": out.nbytes if out.kind == TEMP and out.home is None else None,
+            "macs": primitives.get(step.op).macs(io),
+            "weights_bytes": sum(nbytes[n] for n in first),
+            "arena_offset": out.offset if in_arena else None,
+            "arena_bytes": out.nbytes if in_arena else None,
+            "kernel": s.choice.kernel,
+            "kernel_reason": s.choice.reason,
+            "weight_layout": s.choice.layout,
         })
     return rows
 
@@ -67,9 +74,14 @@ def arena_blocks(schedule: Schedule) -> list[dict[str, Any]]:
     return sorted(blocks, key=lambda b: (b["offset"], b["first"]))
 
 
-def inspect_dict(schedule: Schedule) -> dict[str, Any]:
+def inspect_dict(schedule: Schedule, plan: KernelPlan | None = None, target: str = "generic") -> dict[str, Any]:
+    """The report of `schedule` with the kernel plan of what was (or would be) written for `target` (default: the
+    generic target's plan)."""
+    plan = plan or generic_plan(schedule)
+    group = {j: k for k, f in schedule.fused.items() for j in f.attrs["steps"]}  # fused member -> its group
+    choices = {s.index: s.choice for s in plan.steps}
     steps = []
-    for step in schedule.steps:
+    for j, step in enumerate(schedule.steps):
         io = schedule.io(step)
         steps.append({
             "op": step.op,
@@ -85,14 +97,21 @@ def inspect_dict(schedule: Schedule) -> dict[str, Any]:
             "widened": None if step.widened is None else {"reason": step.widened.reason,
                                                           "bound": list(step.widened.bound)},
             "arena_offset": {b.name: b.offset for b in io.outs if b.kind == TEMP and b.home is None},
+            "kernel": choices[group.get(j, j)].kernel,
+            "fused_into": group[j] if group.get(j, j) != j else None,
         })
         if schedule.state:  # outputs written into a state's memory
             steps[-1]["state"] = {b.name: b.home for b in io.outs if b.home is not None}
     return {
         "name": schedule.name,
+        "target": target,
+        "weight_layout": plan.layout,
+        "kernel_family": plan.family,
         "arena_bytes": schedule.arena_size,
         "arena_lower_bound_bytes": schedule.arena_lower_bound,
-        "weights_bytes": weights_bytes(schedule),
+        "weights_bytes": plan.weights_bytes,
+        "weights_arrays": len(plan.arrays),
+        "kernel_files": [f.rsplit("/", 1)[-1] for f in plan.files],
         "macs": sum(s["macs"] for s in steps),
         "inputs": [_io(schedule, n) for n in schedule.inputs],
         "outputs": [_io(schedule, n) for n in schedule.outputs],
@@ -100,7 +119,7 @@ def inspect_dict(schedule: Schedule) -> dict[str, Any]:
         "state": [_state(schedule, v) for v in schedule.state],
         "notes": list(schedule.notes),
         "steps": steps,
-        "layers": layers(schedule),
+        "layers": layers(schedule, plan),
         "arena": arena_blocks(schedule),
     }
 
@@ -124,10 +143,13 @@ def _io(schedule: Schedule, name: str) -> dict[str, Any]:
 
 def inspect_text(d: dict[str, Any]) -> str:
     """The text form of a report dictionary (`inspect_dict`)."""
-    lines = [f"model {d['name']}: {len(d['steps'])} steps, {d['macs']:,} MACs, weights {d['weights_bytes']:,} B, "
-             f"arena {d['arena_bytes']:,} B (live-set lower bound {d['arena_lower_bound_bytes']:,} B)"
+    where = f"; target {d['target']}, weight layout {d['weight_layout']}" if "weight_layout" in d else ""
+    lines = [f"model {d['name']}: {len(d['steps'])} steps, {d['macs']:,} MACs, weights {d['weights_bytes']:,} B "
+             f"({d.get('weights_arrays', 0)} arrays{where}), arena {d['arena_bytes']:,} B (live-set lower bound "
+             f"{d['arena_lower_bound_bytes']:,} B)"
              + (f", state {d['state_bytes']:,} B in {len(d['state'])} variable(s)" if d["state"] else "")]
-    header = f"{'#':>3}  {'op':<18} {'output shape':<18} {'MACs':>11}  {'mult/shift':<22} {'acc bound':<26} arena"
+    header = (f"{'#':>3}  {'op':<18} {'output shape':<18} {'MACs':>11}  {'mult/shift':<22} {'acc bound':<26} "
+              f"{'arena':<9} kernel")
     lines += [header, "-" * len(header)]
     for k, s in enumerate(d["steps"]):
         out = s["outputs"][0]
@@ -140,7 +162,8 @@ def inspect_text(d: dict[str, Any]) -> str:
         offs = s["arena_offset"].get(out)
         arena = f"@{offs}" if offs is not None else ("(fused)" if out in s["arena_offset"] else "(io)")
         arena = f"(state {s['state'][out]})" if out in s.get("state", {}) else arena
-        lines.append(f"{k:>3}  {s['op']:<18} {shape:<18} {s['macs']:>11,}  {ms:<22} {acc:<26} {arena}")
+        kernel = f"(step {s['fused_into']})" if s.get("fused_into") is not None else s.get("kernel", "")
+        lines.append(f"{k:>3}  {s['op']:<18} {shape:<18} {s['macs']:>11,}  {ms:<22} {acc:<26} {arena:<9} {kernel}")
     for note in d["notes"]:
         lines.append(f"note: {note}")
     for k, s in enumerate(d["steps"]):

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from qcodegen.codegen import generate, load_target
-from qcodegen.codegen.relayout import rv32_r4, rv32_r8
 from qcodegen.ir.dtypes import dtype
 from qcodegen.ir.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
+from qcodegen.kernels.rv32.layouts import rv32_r4, rv32_r8
 from qcodegen.plan.fuse import fuse_conv_rescale
 from qcodegen.reference.executor import run_reference
 from qcodegen.testing import prepare, verify_planned

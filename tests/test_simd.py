@@ -18,23 +18,18 @@ from qcodegen.codegen import generate, list_targets, load_target
 from qcodegen.codegen.targets import Target
 from qcodegen.ir.dtypes import dtype
 from qcodegen.ir.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
+from qcodegen.kernels import layouts_of
 from qcodegen.plan.fuse import execution_order, fuse_conv_rescale, fuse_elementwise
 from qcodegen.testing import Const, Var, prepare, step_schedule, verify_planned
 from qcodegen.verify.runners import unavailable
 
-
-def _layouts(target: Target) -> list[str]:
-    """The weight layouts that change the target's kernels: "fast" too where a template asks relayout.allows()."""
-    texts = (p.read_text() for d in target.template_dirs()[:-1] for p in d.glob("*.j2"))
-    return ["compact", "fast"] if any("relayout.allows(" in text for text in texts) else ["compact"]
-
-
 SIMD = [(t.name, layout) for t in list_targets() if any((d / "_dot.c.j2").is_file() for d in t.template_dirs()[:-1])
-        for layout in _layouts(t)]
+        for layout in layouts_of(t)]
 LENGTHS = {1: 0, 3: -128, 15: 127, 16: 0, 17: -5, 33: 127, 1000: -128}  # row length: input zero point
 OC = 5  # four blocked rows (or two pairs) and a remainder row
-# the rows kernel (qc_dot_rows_s8 or a target's variant; Cortex-M DSP: pixels in pairs, inputs widened first)
-_ROWS = re.compile(r"qc_\w*dot_rows\w*\(xp|qc_dsp_widen\w*\(xp")
+# the rows kernel (qc_dot_rows_s8 or a target's variant; Cortex-M DSP: qc_dsp_dot_4rows_*, or pixels in pairs or
+# triples, inputs widened first)
+_ROWS = re.compile(r"qc_\w*dot_\w*rows\w*\(xp|qc_dsp_widen\w*\(xp")
 
 
 @pytest.fixture(params=SIMD, ids=lambda p: p[0] if p[1] == "compact" else f"{p[0]}-{p[1]}")
@@ -123,7 +118,7 @@ def test_weight_zero_point_uses_generic_loops(target, tmp_path):
     w = _weights(OC, 17, np.random.default_rng(4)).reshape(OC, 1, 1, 17)
     sched = _conv((1, 2, 2, 17), w, (1, 2, 2, OC), izp=3, wzp=-7)
     c = _generated(sched, target, tmp_path)
-    assert not _ROWS.search(c) and "qc_dot_s8(xp" not in c
+    assert not _ROWS.search(c) and not re.search(r"qc_\w*dot_s8\(xp", c)
     _check(sched, target, [np.full((1, 2, 2, 17), -128)])
 
 

@@ -143,7 +143,7 @@ def test_debug_builds(target, level, tmp_path):
     to use."""
     _, model = _example_model("mobilenet_like", tmp_path, target)
     flags = [f for f in target.cflags if not f.startswith("-O")] + [level]
-    sources = [str(f) for f in model.files if f.suffix == ".c" and f.name.startswith(model.name)]
+    sources = [str(f) for f in model.sources]  # the model's and its runtime kernel files
     proc = subprocess.run(target.cc.split() + flags + ["-c", *sources], capture_output=True, text=True, cwd=tmp_path)
     if level == "-O0" and target.name.startswith("cortex-m"):
         assert proc.returncode != 0 and "compile the Cortex-M kernels with optimization" in proc.stderr

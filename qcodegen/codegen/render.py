@@ -1,11 +1,14 @@
-"""Render a Schedule to a self-contained C99 folder: <name>.h, <name>.c, <name>_weights.c, qc_runtime.h,
-and with the harness, main.c and a Makefile."""
+"""Render a Schedule to a self-contained C99 folder: <name>.h, <name>.c, <name>_weights.c, qc_runtime.h, the runtime
+kernel files the model uses (qcodegen/kernels plan), and with the harness, main.c and a Makefile.
+
+Rendering decides nothing: the kernel plan (qcodegen/kernels.plan_kernels) says which kernel each step runs and
+which constant arrays exist; the templates turn each choice into C, and `<name>_weights.c` holds exactly the plan's
+arrays."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import hashlib
-import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,26 +21,15 @@ from .. import primitives
 from ..errors import QcError
 from ..ir.dtypes import DType
 from ..ir.schedule import CONST, INPUT, OUTPUT, STATE, TEMP, Buffer, Schedule
+from ..kernels import KernelPlan, legacy, pack4, plan_kernels, with_arrays
+from ..kernels.conv import PATCH_LIMIT
+from ..kernels.names import ArrayNames, c_identifier
+from ..kernels.record import ConstArray, const_array
 from ..plan.fuse import execution_order
 from ..resources import data_path
 from ..semantics.edge import edge_quantization
-from .relayout import FAST_ONLY, RELAYOUTS, WEIGHT_LAYOUTS
 from .state import StateLayout, state_layout
 from .targets import Target
-
-_C_KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
-               "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
-               "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
-               "union", "unsigned", "void", "volatile", "while", "main"}
-
-
-def c_identifier(text: str) -> str:
-    ident = re.sub(r"[^0-9A-Za-z_]", "_", text).strip("_") or "model"
-    if ident[0].isdigit():
-        ident = "m_" + ident
-    if ident in _C_KEYWORDS:
-        ident += "_"
-    return ident
 
 
 @dataclass
@@ -89,22 +81,17 @@ class Operand:
         return f"{self.name}[{index}]"
 
 
-@dataclass
-class ConstArray:
-    name: str
-    ctype: str
-    values: np.ndarray  # flat, already packed for 4-bit data
-
-    def literal(self) -> str:
-        flat = self.values.reshape(-1)
-        if flat.dtype.kind == "f":
-            items = [_float_literal(v) for v in flat.astype(np.float32)]
-        else:
-            items = [_int_literal(int(v), self.ctype) for v in flat]
-        if not items:
-            items = ["0"]
-        lines = [", ".join(items[i:i + 16]) for i in range(0, len(items), 16)]
-        return "{\n  " + ",\n  ".join(lines) + "\n}"
+def c_literal(array: ConstArray) -> str:
+    """The C initializer of a constant array."""
+    flat = array.values.reshape(-1)
+    if flat.dtype.kind == "f":
+        items = [_float_literal(v) for v in flat.astype(np.float32)]
+    else:
+        items = [_int_literal(int(v), array.ctype) for v in flat]
+    if not items:
+        items = ["0"]
+    lines = [", ".join(items[i:i + 16]) for i in range(0, len(items), 16)]
+    return "{\n  " + ",\n  ".join(lines) + "\n}"
 
 
 def _int_literal(v: int, ctype: str) -> str:
@@ -131,14 +118,6 @@ def _float_decimal(v: float) -> str:
     return (text if any(c in text for c in ".en") else text + ".0") + "f"
 
 
-def pack4(values: np.ndarray) -> np.ndarray:
-    """Pack 4-bit values two per byte, low nibble first (the harness and constant layout)."""
-    flat = values.reshape(-1).astype(np.int64) & 0xF
-    if flat.size % 2:
-        flat = np.append(flat, 0)
-    return (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8)
-
-
 @dataclass
 class GeneratedModel:
     name: str
@@ -149,6 +128,18 @@ class GeneratedModel:
     arena_size: int
     step_functions: list[str] = field(default_factory=list)
     state: StateLayout | None = None  # streaming models: the <name>_state_t struct
+    plan: KernelPlan | None = None
+    kernel_sources: list[Path] = field(default_factory=list)  # the runtime kernel .c files the model calls
+
+    @property
+    def own_sources(self) -> list[Path]:
+        """<name>.c and <name>_weights.c."""
+        return [self.outdir / f"{self.name}.c", self.outdir / f"{self.name}_weights.c"]
+
+    @property
+    def sources(self) -> list[Path]:
+        """The C files of the model (its own, then the kernels'), without the harness."""
+        return [*self.own_sources, *self.kernel_sources]
 
     def prototype(self) -> str:
         """The C prototype of <name>_run."""
@@ -168,55 +159,19 @@ class GeneratedModel:
         return f"typedef struct {self.name}_state {self.name}_state_t;\n{self.prototype()}\n{self.init_prototype()}"
 
 
-_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
-_VOIDED = re.compile(r"\(void\)\s*(\w+)\s*;")
+@dataclass
+class RenderedModel:
+    """The files of a generated model, not yet written: texts by file name, runtime files to copy (file name ->
+    source path), and the plan they were rendered from (after the legacy adapter, what was written)."""
 
-
-def _reads(body: str, name: str) -> bool:
-    """Whether the C of a step body uses the parameter `name` other than in `(void)name;`."""
-    return re.search(rf"\b{name}\b", re.sub(rf"\(void\)\s*{name}\s*;", "", body)) is not None
-
-
-class _Relayout:
-    """The step templates' `relayout(operand, kind, rows)`: the name of the constant array of `operand`'s values
-    re-laid by RELAYOUTS[kind] (made once, added to the weights); `relayout.allows(kind)`: whether the target's
-    weight layout permits that kind (FAST_ONLY kinds need "fast"); `relayout.array(label, ctype, values)`: a
-    kernel's own constant array."""
-
-    def __init__(self, prefix: str, const_arrays: list[ConstArray], layout: str) -> None:
-        if layout not in WEIGHT_LAYOUTS:
-            raise QcError(f"unknown weight layout {layout!r} (known: {', '.join(WEIGHT_LAYOUTS)})")
-        self.prefix, self.const_arrays, self.layout = prefix, const_arrays, layout
-        self.made: dict[tuple[str, str, int], str] = {}
-
-    def allows(self, kind: str) -> bool:
-        return kind not in FAST_ONLY or self.layout == "fast"
-
-    def array(self, label: str, ctype: str, values: list[int]) -> str:
-        """The name of a constant array of `values` made for a kernel (e.g. its requantization parameters in
-        the order it reads them), added to the weights once per label."""
-        key = ("array", label, 0)
-        if key not in self.made:
-            self.made[key] = f"{self.prefix}_c_{c_identifier(label)}"
-            self.const_arrays.append(ConstArray(self.made[key], ctype, np.asarray(values, np.int64)))
-        return self.made[key]
-
-    def __call__(self, operand: Operand, kind: str, rows: int, *extra: Operand | int | list[int]) -> str:
-        """`extra`: more inputs of the kind's function (constant Operands, passed as their values; ints; lists of
-        ints, named in the array's name by a digest)."""
-        if not self.allows(kind):
-            raise QcError(f"internal: re-layout {kind} used with weight layout {self.layout!r}")
-        tags = [e.buffer.name if isinstance(e, Operand) else
-                hashlib.sha1(repr([int(v) for v in e]).encode()).hexdigest()[:8] if isinstance(e, list) else str(int(e))
-                for e in extra]
-        key = (operand.buffer.name, kind, rows, *tags)
-        if key not in self.made:
-            ctype, fn = RELAYOUTS[kind]
-            self.made[key] = c_identifier("_".join([f"{self.prefix}_c_{operand.buffer.name}_{kind}", *tags]))
-            args = [e.buffer.data if isinstance(e, Operand) else list(e) if isinstance(e, list) else int(e)
-                    for e in extra]
-            self.const_arrays.append(ConstArray(self.made[key], ctype, fn(operand.buffer.data, rows, *args)))
-        return self.made[key]
+    name: str
+    texts: dict[str, str]
+    copies: dict[str, Path]
+    plan: KernelPlan
+    inputs: list[Buffer]
+    outputs: list[Buffer]
+    step_functions: list[str]
+    state: StateLayout | None
 
 
 def _environment(target: Target) -> jinja2.Environment:
@@ -234,51 +189,49 @@ def _environment_for(template_dirs: tuple[str, ...]) -> jinja2.Environment:
     env.filters["cint"] = lambda v: _int_literal(int(v), "int64_t" if abs(int(v)) >= 1 << 31 else "int")
     env.filters["f32"] = lambda v: _float_literal(np.float32(v))
     env.filters["f32_decimal"] = _float_decimal
+    env.globals["conv_patch_limit"] = PATCH_LIMIT
     return env
 
 
-def _harness_files(env: jinja2.Environment, target: Target, ctx: dict, outdir: Path) -> list[Path]:
+def _harness_texts(env: jinja2.Environment, target: Target, ctx: dict) -> tuple[dict[str, str], dict[str, Path]]:
     """The target's extra harness files (start-up code, linker script, ...): `<file>.j2` rendered from the
     target's template path, or else `<file>` copied from runtime/ (a path under it: into the folder by its name)."""
-    written = []
+    texts, copies = {}, {}
     for fname in target.extra.get("harness_files", ()):
-        path = outdir / Path(fname).name
         try:
-            path.write_text(env.get_template(fname + ".j2").render(**ctx))
+            texts[Path(fname).name] = env.get_template(fname + ".j2").render(**ctx)
         except jinja2.TemplateNotFound as exc:
             if exc.name != fname + ".j2":
                 raise
-            shutil.copyfile(data_path("runtime") / fname, path)
-        written.append(path)
-    return written
+            copies[Path(fname).name] = data_path("runtime") / fname
+    return texts, copies
 
 
-def generate(schedule: Schedule, outdir: Path, target: Target, name: str | None = None,
-             harness: bool = False, profiling: bool = False) -> GeneratedModel:
-    """Write the C folder. `profiling`: every step function stays a function (noinline), so that the instructions
-    of each step can be counted at the return sites of its call (qcodegen/verify/profile.py)."""
+def _hook(env: jinja2.Environment, macro: str) -> str:
+    """The text of a legacy family's `_dot.c.j2` hook without arguments (prelude, step_attributes), "" if absent."""
+    source = f'{{% import "_dot.c.j2" as dots %}}{{{{ dots.{macro}() if dots.{macro} is defined else "" }}}}'
+    return env.from_string(source).render().strip()
+
+
+def render_model(schedule: Schedule, target: Target, name: str | None = None, harness: bool = False,
+                 profiling: bool = False) -> RenderedModel:
+    """The model's files as texts, rendered from its kernel plan. `profiling`: every step function stays a function
+    (noinline), so that the instructions of each step can be counted at the return sites of its call
+    (qcodegen/verify/profile.py)."""
     name = c_identifier(name or schedule.name)
-    prefix = name
-    outdir.mkdir(parents=True, exist_ok=True)
     env = _environment(target)
     bufs = schedule.buffers
     produced = {n for s in schedule.steps for n in s.outputs}
     for out in schedule.outputs:
         if out not in produced:
             raise QcError(f"output {out!r} is not computed by any step")
-
-    const_arrays: list[ConstArray] = []
-    c_names: dict[str, str] = {}
-    for buf in bufs.values():
-        if buf.kind == CONST:
-            arr_name = f"{prefix}_c_{c_identifier(buf.name)}"
-            data = pack4(buf.data) if buf.dtype.is_packed else buf.data
-            const_arrays.append(ConstArray(arr_name, "uint8_t" if buf.dtype.is_packed else buf.dtype.ctype,
-                                           np.asarray(data)))
-            c_names[buf.name] = arr_name
+    plan = plan_kernels(schedule, target, name)
+    names = ArrayNames(name)
+    relayout = legacy.Relayout(names) if plan.family == "legacy" else None
 
     api_in = [bufs[n] for n in schedule.inputs]
     api_out = [bufs[n] for n in schedule.outputs]
+    c_names = {b.name: names.const(b.name) for b in bufs.values() if b.kind == CONST}
     for i, b in enumerate(api_in):
         c_names[b.name] = f"input{i}"
     for i, b in enumerate(api_out):
@@ -296,81 +249,79 @@ def generate(schedule: Schedule, outdir: Path, target: Target, name: str | None 
             return f"({buf.dtype.ctype} *)(void *)(arena_bytes + {buf.offset})"
         return c_names[buf.name]
 
-    relayout = _Relayout(prefix, const_arrays, target.extra.get("weight_layout", "compact"))
-
-    steps = []
-    for k, step in execution_order(schedule):  # fused groups (qcodegen/plan/fuse.py) as one step
+    steps, unread = [], {}
+    for sk, (k, step) in zip(plan.steps, execution_order(schedule), strict=True):
         prim = primitives.get(step.op)
         io = schedule.io(step)
-        consts = {}
-        for key, values in prim.constants(io).items():
-            arr_name = f"{prefix}_s{k}_{key}"
-            ctype = {np.dtype(np.int8): "int8_t", np.dtype(np.int16): "int16_t", np.dtype(np.int32): "int32_t",
-                     np.dtype(np.int64): "int64_t", np.dtype(np.uint8): "uint8_t", np.dtype(np.uint16): "uint16_t",
-                     np.dtype(np.float32): "float"}[values.dtype]
-            const_arrays.append(ConstArray(arr_name, ctype, values))
-            consts[key] = arr_name
+        consts = {key: names.step(k, key) for key in prim.constants(io)}
         ins = [Operand(f"in{i}", b) for i, b in enumerate(io.ins)]
         outs = [Operand(f"out{i}", b) for i, b in enumerate(io.outs)]
-        body = env.get_template(prim.template).render(step=step, ins=ins, outs=outs, consts=consts,
-                                                     ctx=prim.template_context(io), index=k, relayout=relayout)
+        context = dict(step=step, ins=ins, outs=outs, consts=consts, ctx=prim.template_context(io), index=k,
+                       kernel=sk.choice)
+        if relayout is not None:
+            context["relayout"] = relayout
+            relayout.step = k
+        body = env.get_template(prim.template).render(**context)
+        if relayout is not None:
+            unread[k] = legacy.unread_operands(body, io.ins, [o.name for o in ins])
+            voids = sorted({ins[i].name for i in unread[k]} - legacy.voided(body))
+        else:
+            unread[k] = sk.choice.unread
+            voids = [ins[i].name for i in sorted(unread[k])]
         params = [f"const {o.ctype} *{o.name}" for o in ins] + [f"{o.ctype} *{o.name}" for o in outs]
-        # a constant the body does not read (a re-laid copy is read instead) is passed as NULL, so that its array
-        # is left out of the weights below
-        unread = {o.name for o, b in zip(ins, io.ins, strict=True) if b.kind == CONST and not _reads(body, o.name)}
-        args = ["NULL" if o.name in unread else pointer(b) for o, b in zip(ins, io.ins, strict=True)]
-        body = "".join(f"(void){n};\n" for n in sorted(unread - set(_VOIDED.findall(body)))) + body
+        args = ["NULL" if i in unread[k] else pointer(b) for i, b in enumerate(io.ins)]
+        body = "".join(f"(void){n};\n" for n in voids) + body
         steps.append(dict(
-            index=k, step=step, fn=f"{prefix}_step{k}", params=", ".join(params), body=body.rstrip(),
-            args=", ".join(args + [pointer(b) for b in io.outs]),
+            index=k, step=step, fn=f"{name}_step{k}", params=", ".join(params), body=body.rstrip(),
+            args=", ".join(args + [pointer(b) for b in io.outs]), kernel=sk.choice,
             outputs=[(pointer(b), b.size * b.dtype.container_bytes) for b in io.outs],
         ))
-
-    state_ctx = _state_context(schedule, layout, prefix, pointer, const_arrays) if layout else None
-    used = set(_IDENTIFIER.findall("\n".join(f"{s['body']}\n{s['args']}" for s in steps)))
-    if state_ctx:
-        used |= {f["array"] for f in state_ctx["init"] if f["array"]}
-        used |= set(_IDENTIFIER.findall(" ".join(c["source"] for c in state_ctx["copies"])))
-    const_arrays[:] = [c for c in const_arrays if c.name in used]
+    if relayout is not None:
+        code = "\n".join(f"{s['body']}\n{s['args']}" for s in steps)
+        plan = with_arrays(legacy.finish(plan, unread, relayout), schedule, name, keep=legacy.named(code))
+        prelude, attributes = _hook(env, "prelude"), _hook(env, "step_attributes")
+    else:
+        prelude = "".join(f'#include "{h}"\n' for h in plan.headers)
+        attributes = plan.attributes
+    state_ctx = None
+    if layout:
+        state_ctx, state_arrays = _state_context(schedule, layout, name, pointer)
+        known = {a.name for a in plan.arrays}
+        plan = dataclasses.replace(plan, arrays=plan.arrays + [a for a in state_arrays if a.name not in known])
     consumed = {n for s in schedule.steps for n in s.inputs}
     unused_inputs = [i for i, b in enumerate(api_in) if b.name not in consumed]
     edges = {b.name: edge_quantization(b.quant, schedule.source_format) for b in api_in + api_out}
     ctx = dict(name=name, NAME=name.upper(), schedule=schedule, steps=steps, inputs=api_in, outputs=api_out,
-               unused_inputs=unused_inputs, edges=edges, state=state_ctx,
-               consts=const_arrays, arena_size=schedule.arena_size, c_names=c_names, target=target,
-               profiling=profiling)
-    files = {
-        f"{name}.h": "model.h.j2",
-        f"{name}.c": "model.c.j2",
-        f"{name}_weights.c": "weights.c.j2",
-    }
+               unused_inputs=unused_inputs, edges=edges, state=state_ctx, consts=plan.arrays,
+               literals={a.name: c_literal(a) for a in plan.arrays}, arena_size=schedule.arena_size,
+               c_names=c_names, target=target, profiling=profiling, prelude=prelude, attributes=attributes,
+               kernel_sources=[Path(f).name for f in plan.sources], kernel_headers=list(plan.headers))
+    files = {f"{name}.h": "model.h.j2", f"{name}.c": "model.c.j2", f"{name}_weights.c": "weights.c.j2"}
     if harness:
         files["main.c"] = "main.c.j2"
         files["Makefile"] = "Makefile.j2"
-    written = []
-    for fname, tmpl in files.items():
-        path = outdir / fname
-        path.write_text(env.get_template(tmpl).render(**ctx))
-        written.append(path)
-    runtime = data_path("runtime") / "qc_runtime.h"
-    shutil.copyfile(runtime, outdir / runtime.name)
-    written.append(outdir / runtime.name)
+    texts = {fname: env.get_template(tmpl).render(**ctx) for fname, tmpl in files.items()}
+    copies = {"qc_runtime.h": data_path("runtime") / "qc_runtime.h"}
+    copies.update({Path(f).name: data_path("runtime") / f for f in plan.files})
     if harness:
-        written += _harness_files(env, target, ctx, outdir)
-    return GeneratedModel(name, outdir, written, api_in, api_out, schedule.arena_size,
-                          [s["fn"] for s in steps], layout)
+        extra_texts, extra_copies = _harness_texts(env, target, ctx)
+        texts.update(extra_texts)
+        copies.update(extra_copies)
+    return RenderedModel(name, texts, copies, plan, api_in, api_out, [s["fn"] for s in steps], layout)
 
 
-def _state_context(schedule: Schedule, layout: StateLayout, prefix: str, pointer: Callable[[Buffer], str],
-                   const_arrays: list[ConstArray]) -> dict:
-    """What the templates need for the state struct: members, initial values (a fill value or a constant
-    array added to the weights) and the next values to copy into the state at the end of a run."""
-    init = []
+def _state_context(schedule: Schedule, layout: StateLayout, prefix: str, pointer: Callable[[Buffer], str]
+                   ) -> tuple[dict, list[ConstArray]]:
+    """What the templates need for the state struct: members, initial values (a fill value or a constant array
+    of the weights) and the next values to copy into the state at the end of a run; and the constant arrays this
+    reads besides the steps' (the initial values; a constant copied into a state)."""
+    names = ArrayNames(prefix)
+    init, arrays = [], []
     for f in layout.fields:
         array = None
         if f.fill is None:
             array = f"{prefix}_init_{f.member}"
-            const_arrays.append(ConstArray(array, f.buffer.dtype.ctype, f.initial.reshape(-1)))
+            arrays.append(const_array(array, f.initial.reshape(-1).astype(f.buffer.dtype.numpy), f.buffer.dtype.ctype))
         init.append(dict(member=f.member, size=f.buffer.size, fill=f.fill, array=array))
     members = {f.buffer.name: f.member for f in layout.fields}
     copies = []
@@ -378,7 +329,28 @@ def _state_context(schedule: Schedule, layout: StateLayout, prefix: str, pointer
         nxt = schedule.buffers[v.next]
         if v.next != v.name and nxt.home != v.name:
             copies.append(dict(member=members[v.name], source=pointer(nxt), size=nxt.size, ctype=nxt.dtype.ctype))
-    return dict(fields=layout.fields, size=layout.size, pad=layout.pad, init=init, copies=copies)
+            if nxt.kind == CONST:
+                arrays.append(const_array(names.const(nxt.name), np.asarray(nxt.data), nxt.dtype.ctype))
+    return dict(fields=layout.fields, size=layout.size, pad=layout.pad, init=init, copies=copies), arrays
 
 
-__all__ = ["generate", "GeneratedModel", "c_identifier", "pack4", "INPUT", "OUTPUT"]
+def generate(schedule: Schedule, outdir: Path, target: Target, name: str | None = None,
+             harness: bool = False, profiling: bool = False) -> GeneratedModel:
+    """Render the model and write its folder (several models may share one: the runtime files are the same);
+    `profiling` as render_model."""
+    rendered = render_model(schedule, target, name, harness, profiling)
+    outdir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fname, text in rendered.texts.items():
+        (outdir / fname).write_text(text)
+        written.append(outdir / fname)
+    for fname, source in rendered.copies.items():
+        shutil.copyfile(source, outdir / fname)
+        written.append(outdir / fname)
+    kernels = [outdir / Path(f).name for f in rendered.plan.sources]
+    return GeneratedModel(rendered.name, outdir, written, rendered.inputs, rendered.outputs, schedule.arena_size,
+                          rendered.step_functions, rendered.state, rendered.plan, kernels)
+
+
+__all__ = ["generate", "render_model", "GeneratedModel", "RenderedModel", "c_identifier", "pack4", "INPUT",
+           "OUTPUT"]

@@ -39,7 +39,7 @@ _KNOWN = {"name", "description", "cc", "cflags", "ldflags", "templates", "runner
 
 
 def load_target(name: str, weight_layout: str | None = None) -> Target:
-    """The target `name` (targets/<name>.toml); weight_layout (qcodegen/codegen/relayout.py WEIGHT_LAYOUTS)
+    """The target `name` (targets/<name>.toml); weight_layout (qcodegen/kernels WEIGHT_LAYOUTS)
     overrides the file's `weight_layout` (default "compact")."""
     path = data_path("targets") / f"{name}.toml"
     if not path.is_file():

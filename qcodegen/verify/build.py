@@ -17,15 +17,19 @@ def cache_dir() -> Path:
     return path
 
 
-def compile_cached(sources: list[Path], command: list[str], suffix: str, libs: list[str] | None = None) -> Path:
-    """Run `command + sources + libs + [-o OUT]` unless an artefact with the same inputs exists; return OUT."""
+def compile_cached(sources: list[Path], command: list[str], suffix: str, libs: list[str] | None = None,
+                   headers: list[Path] | None = None) -> Path:
+    """Run `command + sources + libs + [-o OUT]` unless an artefact with the same inputs exists; return OUT. The
+    inputs are the command, the sources and `headers` (default: every .h beside the sources)."""
     libs = libs or []
     digest = hashlib.sha256()
     for part in command + ["|"] + libs:
         digest.update(part.encode() + b"\0")
     for src in sorted(sources):
         digest.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
-    for header in sorted({h for s in sources for h in s.parent.glob("*.h")}):
+    if headers is None:
+        headers = [h for s in sources for h in s.parent.glob("*.h")]
+    for header in sorted(set(headers)):
         digest.update(header.name.encode() + b"\0" + header.read_bytes() + b"\0")
     out = cache_dir() / f"{digest.hexdigest()[:32]}{suffix}"
     if out.exists():

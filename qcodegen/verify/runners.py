@@ -10,7 +10,8 @@ opens at the first instruction of `<name>_run` and closes at the return site aft
 found by disassembling main(). On a core with a timing model (qcodegen/verify/timing: Cortex-M4, M7, M55) the
 plugin also estimates the cycles of the same window (`cycles_estimate`, labelled with `timing_model`).
 `text_bytes` / `rodata_bytes` are the `.text*` / `.rodata*` sections of the generated model.c and
-model_weights.c compiled with the target's flags (harness, C library and compiler runtime helpers excluded)."""
+model_weights.c compiled with the target's flags, and of the runtime kernel objects the sections that the model's
+code reaches (harness, C library and compiler runtime helpers excluded)."""
 
 from __future__ import annotations
 
@@ -27,9 +28,10 @@ from pathlib import Path
 import cffi
 import numpy as np
 
-from ..codegen.render import GeneratedModel, pack4
+from ..codegen.render import GeneratedModel
 from ..codegen.targets import Target
 from ..errors import BuildError
+from ..kernels import pack4
 from ..resources import data_path
 from .build import cache_dir, compile_cached
 from .timing import cost_table, timing_model
@@ -58,7 +60,7 @@ class HostRunner:
         self.loaded: dict[tuple[Path, str], tuple[cffi.FFI, object]] = {}  # by library and declarations
 
     def _library(self, model: GeneratedModel, trace: bool) -> tuple[cffi.FFI, object]:
-        sources = [model.outdir / f"{model.name}.c", model.outdir / f"{model.name}_weights.c"]
+        sources = list(model.sources)
         cdef = model.cdef()
         flags = list(self.target.cflags) + list(self.extra_cflags) + ["-shared", "-fPIC"]
         if trace:
@@ -312,25 +314,62 @@ def read_count(target: Target, path: Path) -> Count:
                  {a: (n, c if "cycles" in fields else None) for a, (n, c) in marks.items()}, packets)
 
 
+def kernel_objects(target: Target, model: GeneratedModel, extra_cflags: tuple[str, ...] = ()) -> list[Path]:
+    """The model's runtime kernel files compiled to objects, cached by their own content (the same objects for
+    every model of the target that uses them)."""
+    headers = [model.outdir / h for h in (model.plan.headers if model.plan else ())]
+    return [compile_cached([src], [target.cc, *target.cflags, *extra_cflags, "-c"], ".o", headers=headers)
+            for src in model.kernel_sources]
+
+
+def _sections(size: str, obj: Path) -> dict[str, int]:
+    proc = subprocess.run([size, "-A", str(obj)], capture_output=True, text=True, check=True)
+    found: dict[str, int] = {}
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1].isdigit():
+            found[parts[0]] = found.get(parts[0], 0) + int(parts[1])
+    return found
+
+
+_REMOVED = re.compile(r"removing unused section '([^']+)' in file '([^']+)'")
+
+
+def _unused_sections(target: Target, model: GeneratedModel, objects: list[Path],
+                     extra_cflags: tuple[str, ...]) -> set[tuple[str, str]]:
+    """(section, object) of the sections a link of the objects from `<name>_run` leaves out (--gc-sections; the
+    C library's symbols left unresolved): the kernels the model does not call."""
+    with tempfile.TemporaryDirectory(prefix="qc-size-") as tmp:
+        cmd = [target.cc, *target.cflags, *extra_cflags, "-nostdlib", "-Wl,--gc-sections", "-Wl,--print-gc-sections",
+               f"-Wl,--entry={model.name}_run", "-Wl,--unresolved-symbols=ignore-all", *map(str, objects),
+               "-o", str(Path(tmp) / "model.elf")]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"linking {model.name} for its code size failed: {proc.stderr.strip()[:300]}")
+    return {(m.group(1), str(Path(m.group(2)).resolve())) for m in _REMOVED.finditer(proc.stderr)}
+
+
 def code_size(target: Target, model: GeneratedModel, extra_cflags: tuple[str, ...] = ()) -> dict[str, int]:
-    """text_bytes and rodata_bytes of the generated model (model.c + model_weights.c objects)."""
+    """text_bytes and rodata_bytes of the generated model: the model.c and model_weights.c objects, and of the
+    runtime kernel objects the sections the model's code reaches (docs/targets.md "Measurements")."""
     size = binutil(target, "size")
     if shutil.which(size) is None:
         return {}
+    own = [compile_cached([src], [target.cc, *target.cflags, *extra_cflags, "-c"], ".o")
+           for src in model.own_sources]
+    kernels = kernel_objects(target, model, extra_cflags)
+    unused = _unused_sections(target, model, own + kernels, extra_cflags) if kernels else set()
     text = rodata = 0
-    for src in (model.outdir / f"{model.name}.c", model.outdir / f"{model.name}_weights.c"):
-        obj = compile_cached([src], [target.cc, *target.cflags, *extra_cflags, "-c"], ".o")
-        proc = subprocess.run([size, "-A", str(obj)], capture_output=True, text=True, check=True)
-        for line in proc.stdout.splitlines():
-            parts = line.split()
-            if len(parts) == 3 and parts[1].isdigit():
-                name, nbytes = parts[0], int(parts[1])
-                text += nbytes if name == ".text" or name.startswith(".text.") else 0
-                rodata += nbytes if name.startswith((".rodata", ".srodata")) else 0
+    for obj in own + kernels:
+        for name, nbytes in _sections(size, obj).items():
+            if obj in kernels and (name, str(obj.resolve())) in unused:
+                continue
+            text += nbytes if name == ".text" or name.startswith(".text.") else 0
+            rodata += nbytes if name.startswith((".rodata", ".srodata")) else 0
     return {"text_bytes": text, "rodata_bytes": rodata}
 
 
-def _content_addressed(path: Path) -> str:
+def content_addressed(path: Path) -> str:
     """A copy of `path` in the build cache, named by its content (so the cache key of a build that uses it
     changes with it)."""
     data = path.read_bytes()
@@ -359,12 +398,12 @@ class HarnessRunner:
         if not main.exists():
             raise BuildError(f"{model.outdir} has no main.c; generate with harness=True")
         extra = self.target.extra.get("harness_files", ())
-        sources = [model.outdir / f"{model.name}.c", model.outdir / f"{model.name}_weights.c", main]
-        sources += [model.outdir / Path(f).name for f in extra if f.endswith(".c")]
+        sources = [*model.own_sources, main] + [model.outdir / Path(f).name for f in extra if f.endswith(".c")]
+        kernels = [str(o) for o in kernel_objects(self.target, model, self.extra_cflags)]
         # files named in the link flags (a linker script) are passed by content-addressed path
-        linked = {f: _content_addressed(model.outdir / f) for f in extra if not f.endswith((".c", ".h"))}
+        linked = {f: content_addressed(model.outdir / f) for f in extra if not f.endswith((".c", ".h"))}
         return compile_cached(sources, [self.target.cc] + list(self.target.cflags) + list(self.extra_cflags),
-                              ".exe", [linked.get(flag, flag) for flag in self.target.ldflags])
+                              ".exe", kernels + [linked.get(flag, flag) for flag in self.target.ldflags])
 
     def command(self, prefix: list[str], exe: Path, args: list[str]) -> list[str]:
         return prefix + [str(exe)] + args

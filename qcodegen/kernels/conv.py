@@ -1,0 +1,139 @@
+"""What the kernel choices need to know of a convolution step (CONV2D, DEPTHWISE_CONV2D, or either fused with
+the RESCALE of its accumulator: FUSED_CONV), read from the step: typed, so that a family's predicates are plain
+Python over named fields."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import primitives
+from ..ir.schedule import CONST, Buffer, StepIO
+from ..primitives.fused import part_ios, requantize_context
+
+# The largest gathered window (elements) of templates/generic/conv2d.c.j2: a larger window is summed tap by tap,
+# without the `channels` hook (the renderer gives the template this value).
+PATCH_LIMIT = 4096
+
+
+@dataclass(frozen=True)
+class Requantization:
+    """The RESCALE of a FUSED_CONV's accumulator (qcodegen/primitives/fused.py requantize_context): the C scale
+    function of its rounding (qc_scale32_single, qc_scale32_double(_gt31), qc_scale32_half_even, qc_scale16),
+    per-channel or not, the multipliers and shifts (one per channel, or one), the output zero point and clamp."""
+
+    fn: str
+    per_channel: bool
+    scale32: bool
+    multipliers: tuple[int, ...]
+    shifts: tuple[int, ...]
+    output_zp: int
+    lo: int
+    hi: int
+
+    @property
+    def min_shift(self) -> int:
+        return min(self.shifts)
+
+    @staticmethod
+    def of(context: dict[str, Any]) -> Requantization:
+        return Requantization(context["fn"], bool(context["per_channel"]), bool(context["scale32"]),
+                              tuple(context["multipliers"]), tuple(context["shifts"]), int(context["output_zp"]),
+                              int(context["lo"]), int(context["hi"]))
+
+
+@dataclass(frozen=True)
+class ConvStep:
+    """A convolution step's operands and parameters.
+
+    op: CONV2D or DEPTHWISE_CONV2D (the convolution part of a FUSED_CONV); x, w, b, y: input, weights (OHWI, or
+    [KH, KW, C, M] for depthwise), bias and output buffers (y: the step's output, requantized for a FUSED_CONV);
+    izp, wzp: zero points; pad_value; m: the depthwise channel multiplier (1 for CONV2D); rows: output channels
+    (weight rows); k: a row's length (KH * KW * C) for CONV2D, the window's taps for DEPTHWISE_CONV2D; window:
+    Window.context() (templates/generic/_window.c.j2); rq: the fused requantization or None; widened: range
+    analysis could not prove the accumulator in its type (Step.widened): int64 arithmetic, saturated (the portable
+    loops only)."""
+
+    op: str
+    x: Buffer
+    w: Buffer
+    b: Buffer
+    y: Buffer
+    izp: int
+    wzp: int
+    pad_value: int
+    m: int
+    rows: int
+    k: int
+    window: dict[str, Any]
+    bias_per_channel: bool
+    rq: Requantization | None
+    widened: bool
+
+    @property
+    def pixels(self) -> int:
+        g = self.window
+        return g["n"] * g["oh"] * g["ow"]
+
+    @property
+    def taps(self) -> int:
+        return self.window["kh"] * self.window["kw"]
+
+    @property
+    def int8(self) -> bool:
+        """int8 inputs and weights (not 4-bit, not int16)."""
+        return self.x.dtype.name == "i8" and self.w.dtype.name == "i8"
+
+    @property
+    def constant_weights(self) -> bool:
+        return self.w.kind == CONST and self.w.data is not None
+
+    @property
+    def bias_abs_max(self) -> int | None:
+        """The largest |bias| (None when the bias is not constant)."""
+        if self.b.kind != CONST or self.b.data is None:
+            return None
+        return int(np.max(np.abs(np.asarray(self.b.data, np.int64)), initial=0))
+
+    @property
+    def direct(self) -> bool:
+        """CONV2D reads each pixel's window in place (1x1, no padding) instead of gathering it."""
+        g = self.window
+        return g["kh"] == 1 and g["kw"] == 1 and g["all_interior"]
+
+    @property
+    def channels_hook(self) -> bool:
+        """CONV2D computes each pixel's output channels as dot products of whole rows (the `channels` hook of
+        templates/generic/_dot.c.j2): the window is read in place or gathered (at most PATCH_LIMIT elements)."""
+        return self.direct or self.k <= PATCH_LIMIT
+
+    @property
+    def gathered(self) -> bool:
+        return not self.direct and self.k <= PATCH_LIMIT
+
+    def weight_rows(self) -> np.ndarray:
+        """The constant weights as int64 rows: [rows, k] for CONV2D, [taps, channels] for DEPTHWISE_CONV2D."""
+        w = np.asarray(self.w.data, np.int64)
+        return w.reshape(self.rows, -1) if self.op == "CONV2D" else w.reshape(self.taps, -1)
+
+    def bias_per_row(self) -> np.ndarray:
+        """The constant bias of every output channel (a per-tensor bias repeated), int64."""
+        return np.broadcast_to(np.asarray(self.b.data, np.int64).reshape(-1), (self.rows,))
+
+
+def conv_step(io: StepIO) -> ConvStep | None:
+    """The ConvStep of a CONV2D, DEPTHWISE_CONV2D or FUSED_CONV step (None for other steps)."""
+    conv, rq = io, None
+    if io.step.op == "FUSED_CONV":
+        conv, rescale = part_ios(io)
+        rq = Requantization.of(requantize_context(rescale))
+    if conv.step.op not in ("CONV2D", "DEPTHWISE_CONV2D"):
+        return None
+    ctx = primitives.get(conv.step.op).template_context(conv)
+    g = ctx["win"]
+    k = g["kh"] * g["kw"] * (g["c"] if conv.step.op == "CONV2D" else 1)
+    return ConvStep(conv.step.op, io.ins[0], io.ins[1], io.ins[2], io.outs[0], int(ctx["izp"]), int(ctx["wzp"]),
+                    int(ctx["pad_value"]), int(ctx.get("m", 1)), int(ctx["oc"]), k, g, bool(ctx["bias_per_channel"]),
+                    rq, bool(ctx.get("widened")))

@@ -1,0 +1,285 @@
+"""Kernel choice for the Cortex-M4/M7 DSP extension (targets cortex-m4, cortex-m7; kernels in
+runtime/cortex-m/qc_cm_dsp.c, call sites in templates/cortex-m-dsp/_dot.c.j2).
+
+int8 x int8 convolutions with weight zero point 0:
+- CONV2D over 2+ output pixels with rows of 4..2048 elements: the pixels in pairs (qc_dsp_dot_2x2_*: each weight
+  word SXTB16-unpacked once for both), or, when every output is int8 of an exact 32-bit requantization and the sums
+  cannot overflow from their start, in triples with the requantization inside the kernel (qc_dsp_conv_3px_* and
+  qc_dsp_conv_2px_* for the last one or two pixels; rows of at most 8 groups of 4 elements fully unrolled, _g<n>);
+- one output pixel (fully connected): 4 weight rows per input word (qc_dsp_dot_4rows_*), the input widened once;
+- DEPTHWISE_CONV2D (multiplier 1, constant weights and bias): blocks of 4 channels in registers over the taps,
+  one call per run of interior pixels of an output row (qc_dsp_dw_*), requantized inside for int8 outputs.
+Weight layout "compact" keeps the weights' flash (int8 words, dsp_s8x2 / dsp_s8x4); "fast" gives the convolutions
+SMLAD's int16 pairs (dsp_q15x2 / dsp_q15x4: twice the flash, no SXTB16 of the weights). Every FUSED_CONV output
+stored by template C uses the SMLAL requantization of runtime/cortex-m/qc_cm_rq.h where it is exact."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...ir.schedule import StepIO
+from ..conv import PATCH_LIMIT, ConvStep, Requantization, conv_step
+from ..generic import portable
+from ..names import ArrayNames
+from ..record import ConstArray, KernelChoice, RequantStore, const_array
+from . import layouts
+
+RQ_FILES = ("cortex-m/qc_cm_rq.h",)
+# the convolutions as dot products of rows: static kernels of a header, specialized per step (measured smaller and
+# faster than shared copies); the depthwise kernels: functions of qc_cm_dsp.c, shared by the models of a firmware
+CONV_FILES = RQ_FILES + ("cortex-m/qc_cm_dsp.h", "cortex-m/qc_cm_dsp_conv.h")
+DW_FILES = RQ_FILES + ("cortex-m/qc_cm_dsp.h", "cortex-m/qc_cm_dsp.c")
+# measured: steps inlined into <name>_run share its registers with the kernels' asm, and spill
+STEP_ATTRIBUTES = "__attribute__((noinline))"
+FIXED_GROUPS = 8  # rows of at most this many groups of 4 elements get a fully unrolled qc_dsp_conv_3px_*_g<n>
+MAX_RELAID_ROW = 2048  # the longest row the DSP dot kernels take (the stack buffer of widened inputs: 4 KiB)
+
+
+def exact_s33(rq: Requantization) -> bool:
+    """qc_dsp_scale32_s33 (qc_cm_rq.h) computes the requantization exactly: a 32-bit scale with every shift >= 33,
+    single or double rounding, outputs within int16."""
+    return (rq.scale32 and rq.min_shift >= 33 and -32768 <= rq.lo and rq.hi <= 32767
+            and rq.fn in ("qc_scale32_single", "qc_scale32_double", "qc_scale32_double_gt31"))
+
+
+def requant_store(rq: Requantization | None) -> RequantStore | None:
+    """The store form of template C for `rq` (None: the portable expression): SSAT to the output's 8 or 16 bits
+    with the halving inside, then a maximum when the lower bound is above the type's (a fused ReLU), or a clamp
+    when the upper bound is below it."""
+    if rq is None or not exact_s33(rq):
+        return None
+    bits = 8 if rq.lo >= -128 and rq.hi <= 127 else 16
+    dbl = 0 if rq.fn == "qc_scale32_single" else 1
+    zp2p1 = 2 * rq.output_zp + 1
+    if rq.hi == 2 ** (bits - 1) - 1:
+        floor = None if rq.lo == -2 ** (bits - 1) else rq.lo
+        return RequantStore(f"qc_dsp_sat{bits}_s33", zp2p1, dbl, floor=floor)
+    return RequantStore("qc_dsp_scale32_s33", zp2p1, dbl, clamp=(rq.lo, rq.hi))
+
+
+def _rq_mode(rq: Requantization, bound: int) -> int:
+    """The kernels' requantization mode (qc_cm_dsp.c qc_dsp_rq8): 0 single rounding, 1 double, 2 double for
+    accumulators below 2^30 in magnitude (bound: a bound of theirs)."""
+    return 0 if rq.fn == "qc_scale32_single" else 2 if bound < 2 ** 30 else 1
+
+
+def _rq_name(rq: Requantization, mode: int) -> str:
+    clamp = rq.lo > -128 or rq.hi < 127
+    return ("single", "double", "double_n")[mode] + ("_pc" if rq.per_channel else "") + ("_clamp" if clamp else "")
+
+
+def _rq_pairs(rq: Requantization, mode: int) -> np.ndarray:
+    """{multiplier, shift - 33 (mode 2: - 32)} per channel (one pair per tensor), as qc_dsp_rq8 reads them."""
+    drop = 32 if mode == 2 else 33
+    return np.array([[m, s - drop] for m, s in zip(rq.multipliers, rq.shifts, strict=True)], np.int32)
+
+
+@dataclass(frozen=True)
+class ConvPixels:
+    """form "conv_px": the pixels in triples (fn3 for the first `triples` pixels, 0 when fewer than 3) and the last
+    one or two as a pair (fn2), each call computing and requantizing every output channel of its pixels; qc_xq
+    holds xq_words of widened inputs; window_length: the gathered window's length (whole groups of 4)."""
+
+    fn3: str
+    fn2: str
+    pixels: int
+    triples: int
+    rows: int
+    groups: int
+    zp2p1: int
+    lo: int
+    hi: int
+    xq_words: int
+    window_length: int
+
+
+@dataclass(frozen=True)
+class DotPairs:
+    """form "dot_2x2": the pixels in pairs, fn (qc_dsp_dot_2x2_s8x2 / _q15x2) per pair of rows (row pair r at
+    weights + r * 2 * row_words), the last row of an odd count by qc_dsp_dot_s8 from the int8 weights."""
+
+    fn: str
+    pixels: int
+    rows: int
+    groups: int
+    row_words: int
+    window_length: int
+
+
+@dataclass(frozen=True)
+class DotRows:
+    """form "dot_4rows": fn per block of 4 weight rows of one pixel (variant "q15": qc_dsp_dot_4rows_q15 over
+    dsp_q15x4 words and the int8 rows' last k % 4 elements; "s8x4": qc_dsp_dot_4rows_s8x4 over dsp_s8x4 words;
+    "s8": qc_dsp_dot_4rows_s8 over the int8 rows), the rows after the last block by qc_dsp_dot_s8."""
+
+    fn: str
+    variant: str
+    rows: int
+    k: int
+
+
+@dataclass(frozen=True)
+class Depthwise:
+    """form "dw_table" (templates/cortex-m/_depthwise.c.j2 table_body): fn per run of interior pixels of an output
+    row (runs) or per pixel; int8: fn requantizes and stores the int8 outputs (else int32 sums: stored as they
+    are when runs, else requantized by the step)."""
+
+    fn: str
+    runs: bool
+    int8: bool
+    n: int
+    taps: int
+    zp2p1: int
+    lo: int
+    hi: int
+
+
+def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoice:
+    c = conv_step(io)
+    store = requant_store(c.rq) if c else None
+    extra = dict(requantize=store, files=RQ_FILES if store else ())
+    if c is None:
+        return portable(io)
+    if c.widened:  # (templates/generic/_window.c.j2 dot_hooks: the generic hooks render it)
+        return portable(io, "range analysis widened the step: int64 accumulators, saturated")
+    if c.op == "CONV2D":
+        return _conv(c, index, names, layout, store) or portable(io, _why_not_conv(c), **extra)
+    return _depthwise(c, index, names, store) or portable(io, _why_not_depthwise(c), **extra)
+
+
+def _int8_rows(c: ConvStep) -> bool:
+    return c.int8 and c.wzp == 0 and c.k <= 65535
+
+
+def _why_not_conv(c: ConvStep) -> str:
+    if not c.channels_hook:
+        return f"window of {c.k} elements > {PATCH_LIMIT}: summed tap by tap"
+    return "not int8 x int8 with weight zero point 0 and rows of at most 65,535 elements"
+
+
+def _conv(c: ConvStep, index: int, names: ArrayNames, layout: str, store: RequantStore | None) -> KernelChoice | None:
+    if not (c.channels_hook and _int8_rows(c)):
+        return None
+    relaid = c.constant_weights and 4 <= c.k <= MAX_RELAID_ROW
+    q15 = layout == "fast"
+    base_reason = f"int8 x int8, weight zero point 0, constant rows of {c.k} elements (4..{MAX_RELAID_ROW})"
+    if relaid and c.pixels >= 2 and c.rows >= 2:
+        if c.rq is not None and c.rows % 2 == 0 and exact_s33(c.rq) and c.y.dtype.name == "i8":
+            bias = c.bias_abs_max
+            if bias is not None and bias + c.k * 2 ** 17 < 2 ** 31:
+                return _conv_pixels(c, index, names, q15, f"{base_reason}, {c.pixels} pixels, {c.rows} rows (even), "
+                                    f"int8 outputs of an exact 32-bit requantization (shifts >= 33), "
+                                    f"|bias| + k 2^17 < 2^31")
+        return _dot_pairs(c, index, names, q15, store, f"{base_reason}, {c.pixels} pixels, {c.rows} rows")
+    if q15 and relaid and c.rows >= 4:
+        return _dot_rows(c, index, names, "q15", store, f"{base_reason}, one pixel, weight layout fast")
+    if relaid and c.rows % 4 == 0 and c.k % 4 == 0:
+        return _dot_rows(c, index, names, "s8x4", store, f"{base_reason}, one pixel, rows and row length multiples "
+                         "of 4")
+    return _dot_rows(c, index, names, "s8", store, "int8 x int8, weight zero point 0, rows of at most 65,535 elements")
+
+
+def _weights(c: ConvStep, names: ArrayNames, layout: str) -> ConstArray:
+    fn = getattr(layouts, layout)
+    return const_array(names.relaid(c.w.name, layout), fn(c.weight_rows()))
+
+
+def _zero_point_terms(c: ConvStep, index: int, names: ArrayNames) -> dict[str, ConstArray]:
+    if c.izp == 0:
+        return {}
+    return {"zero_point_terms": const_array(names.step(index, "izp_terms"),
+                                            layouts.zero_point_terms(c.weight_rows(), c.izp))}
+
+
+def _conv_pixels(c: ConvStep, index: int, names: ArrayNames, q15: bool, reason: str) -> KernelChoice:
+    assert c.rq is not None
+    w = "q15x2" if q15 else "s8x2"
+    mode = _rq_mode(c.rq, (c.bias_abs_max or 0) + c.k * 2 ** 15)
+    rq = _rq_name(c.rq, mode)
+    groups = (c.k + 3) // 4
+    fixed = f"_g{groups}" if groups <= FIXED_GROUPS else ""
+    arrays = {"weights": _weights(c, names, f"dsp_{w}"),
+              "rq": const_array(names.step(index, f"rq{mode}"), _rq_pairs(c.rq, mode))}
+    unread = {1}
+    if c.izp != 0 or not c.bias_per_channel:
+        arrays["base"] = const_array(names.step(index, "base"),
+                                     layouts.row_starts(c.weight_rows(), c.bias_per_row(), c.izp))
+        unread.add(2)
+    triples = c.pixels // 3 * 3
+    params = ConvPixels(f"qc_dsp_conv_3px_{w}_{rq}{fixed}" if triples else "", f"qc_dsp_conv_2px_{w}_{rq}",
+                        c.pixels, triples, c.rows, groups, 2 * c.rq.output_zp + 1, c.rq.lo, c.rq.hi,
+                        groups * (6 if c.pixels >= 3 else 4), _window_length(c))
+    return KernelChoice(params.fn3 or params.fn2, reason, f"dsp_{w}", "conv_px", arrays, params, frozenset(unread),
+                        step_constants=False, window_length=params.window_length, files=CONV_FILES)
+
+
+def _window_length(c: ConvStep) -> int:
+    """The gathered window's length for the kernels over widened inputs: whole groups of 4 elements."""
+    return (c.k + 3) // 4 * 4 if c.gathered else c.k
+
+
+def _dot_pairs(c: ConvStep, index: int, names: ArrayNames, q15: bool, store: RequantStore | None,
+               reason: str) -> KernelChoice:
+    w = "q15x2" if q15 else "s8x2"
+    arrays = {"weights": _weights(c, names, f"dsp_{w}"), **_zero_point_terms(c, index, names)}
+    groups = (c.k + 3) // 4
+    params = DotPairs(f"qc_dsp_dot_2x2_{w}", c.pixels, c.rows, groups, groups * (2 if q15 else 1),
+                      _window_length(c))
+    unread = frozenset() if c.rows % 2 else frozenset({1})
+    return KernelChoice(params.fn, reason, f"dsp_{w}", "dot_2x2", arrays, params, unread, requantize=store,
+                        window_length=params.window_length, files=CONV_FILES)
+
+
+def _dot_rows(c: ConvStep, index: int, names: ArrayNames, variant: str, store: RequantStore | None,
+              reason: str) -> KernelChoice:
+    arrays = dict(_zero_point_terms(c, index, names))
+    layout = "int8"
+    if variant != "s8":
+        layout = "dsp_q15x4" if variant == "q15" else "dsp_s8x4"
+        arrays["weights"] = _weights(c, names, layout)
+    int8_read = variant == "s8" or c.rows % 4 != 0 or c.k % 4 != 0
+    params = DotRows(f"qc_dsp_dot_4rows_{variant}", variant, c.rows, c.k)
+    return KernelChoice(params.fn, reason, layout, "dot_4rows", arrays, params,
+                        frozenset() if int8_read else frozenset({1}), requantize=store, files=CONV_FILES)
+
+
+def _why_not_depthwise(c: ConvStep) -> str:
+    return ("not int8 x int8 with weight zero point 0, multiplier 1, at most 4096 taps, constant weights and "
+            "bias, |bias| + taps 2^17 < 2^31")
+
+
+def _depthwise(c: ConvStep, index: int, names: ArrayNames, store: RequantStore | None) -> KernelChoice | None:
+    bias = c.bias_abs_max
+    if not (c.int8 and c.wzp == 0 and c.m == 1 and c.taps <= 4096 and c.y.dtype.ctype != "int64_t"
+            and (c.rq is not None or c.y.dtype.ctype == "int32_t") and c.constant_weights and bias is not None
+            and bias + c.taps * 2 ** 17 < 2 ** 31):
+        return None
+    g = c.window
+    taps = c.weight_rows()
+    arrays = {"q": const_array(names.step(index, "dw_q15_base"),
+                               layouts.dsp_dw_q15_base(taps, c.bias_per_row(), c.izp))}
+    reason = (f"int8 x int8, weight zero point 0, multiplier 1, {c.taps} taps, constant weights and bias, "
+              f"|bias| + taps 2^17 < 2^31")
+    int8 = c.rq is not None and exact_s33(c.rq) and c.y.dtype.name == "i8"
+    if int8:
+        assert c.rq is not None
+        mode = _rq_mode(c.rq, bias + c.taps * 2 ** 15)
+        fn = f"qc_dsp_dw_s8_{_rq_name(c.rq, mode)}"
+        arrays["rq"] = const_array(names.step(index, f"rq{mode}"), _rq_pairs(c.rq, mode))
+        reason += ", int8 outputs of an exact 32-bit requantization (shifts >= 33)"
+    else:
+        fn = "qc_dsp_dw_s32"
+    if c.rows % 4 == 0:
+        fn += "_c4"  # (no code for channels after the last group of 4)
+    if g["has_interior"]:
+        offsets = [(ky * g["dy"] * g["iw"] + kx * g["dx"]) * c.rows for ky in range(g["kh"]) for kx in range(g["kw"])]
+        arrays["taps"] = const_array(names.step(index, "tap_offsets"), np.array(offsets, np.uint32), "uintptr_t")
+    runs = int8 or (c.rq is None and c.y.dtype.ctype == "int32_t")
+    rq = c.rq
+    params = Depthwise(fn, runs, int8, c.rows, c.taps, 2 * rq.output_zp + 1 if int8 and rq else 0,
+                       rq.lo if int8 and rq else 0, rq.hi if int8 and rq else 0)
+    unread = {2} if c.rows % 4 else {1, 2}
+    return KernelChoice(fn, reason, "dsp_dw_q15_base", "dw_table", arrays, params, frozenset(unread),
+                        step_constants=not runs, requantize=None if runs else store, files=DW_FILES)

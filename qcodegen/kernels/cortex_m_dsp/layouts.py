@@ -1,0 +1,95 @@
+"""Weight layouts of the Cortex-M4/M7 DSP kernels (runtime/cortex-m/qc_cm_dsp.c), made at generation time from a
+step's constant weights. SXTB16 widens bytes 0,2 and (after a rotation by 8) bytes 1,3 of a word into 16-bit
+pairs; SMLAD multiplies two such pairs and adds both products: the layouts order the weights as the kernels walk
+them (one pointer, LDRD), as int8 words (s8: the same flash as the int8 weights) or as SMLAD's int16 pairs (q15:
+twice the flash, no SXTB16 of the weights)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _padded(rows: np.ndarray, pad: bool) -> np.ndarray:
+    """[rows, k] int64, with `pad` zeros appended to each row up to a multiple of 4 elements."""
+    return np.pad(rows, ((0, 0), (0, -rows.shape[1] % 4))) if pad else rows
+
+
+def _q15_blocks(rows: np.ndarray, block: int, pad: bool = False) -> np.ndarray:
+    """Rows of int8 weights ([rows, k]) as int16 pairs: per block of `block` rows and per group of 4 row elements
+    j..j+3, for each row two int32 words of int16 halves, (w[j] | w[j+2] << 16) then (w[j+1] | w[j+3] << 16),
+    matching SXTB16 of the 4 input bytes and of their rotation by 8. The rows after the last block are left out,
+    and the elements after the last group of 4 (the kernel reads them as int8), or with `pad` they make a last
+    group, with zeros."""
+    w = _padded(rows, pad)
+    blocks, groups = w.shape[0] // block, w.shape[1] // 4
+    b = w[:blocks * block, :groups * 4].reshape(blocks, block, groups, 4) & 0xFFFF  # block, row, group, element
+    words = np.stack([b[..., 0] | b[..., 2] << 16, b[..., 1] | b[..., 3] << 16], axis=-1)
+    return words.transpose(0, 2, 1, 3).reshape(-1).astype(np.uint32).view(np.int32)
+
+
+def dsp_q15x4(rows: np.ndarray) -> np.ndarray:
+    """_q15_blocks of 4 rows (qc_dsp_dot_4rows_q15)."""
+    return _q15_blocks(rows, 4)
+
+
+def dsp_q15x2(rows: np.ndarray) -> np.ndarray:
+    """_q15_blocks of 2 rows, padded (qc_dsp_dot_2x2_q15x2, qc_dsp_conv_*_q15x2)."""
+    return _q15_blocks(rows, 2, pad=True)
+
+
+def _s8_blocks(rows: np.ndarray, block: int) -> np.ndarray:
+    """Rows of int8 weights ([rows, k]) over blocks of rows: per block of `block` rows and per group of 4 row
+    elements (the last group padded with zeros), the int32 word of the group's 4 bytes of each row in turn (byte j
+    = element j, little-endian): LDRD loads two rows' words; the same flash as the int8 rows (and the padding).
+    The rows after the last block are left out (the kernel reads them as int8)."""
+    w = _padded(rows, True)
+    blocks, groups = w.shape[0] // block, w.shape[1] // 4
+    b = w[:blocks * block].reshape(blocks, block, groups, 4) & 0xFF  # block, row, group, element
+    words = b[..., 0] | b[..., 1] << 8 | b[..., 2] << 16 | b[..., 3] << 24
+    return words.transpose(0, 2, 1).reshape(-1).astype(np.uint32).view(np.int32)
+
+
+def dsp_s8x2(rows: np.ndarray) -> np.ndarray:
+    """_s8_blocks of 2 rows (qc_dsp_dot_2x2_s8x2, qc_dsp_conv_*_s8x2)."""
+    return _s8_blocks(rows, 2)
+
+
+def dsp_s8x4(rows: np.ndarray) -> np.ndarray:
+    """_s8_blocks of 4 rows (qc_dsp_dot_4rows_s8x4)."""
+    return _s8_blocks(rows, 4)
+
+
+def zero_point_terms(rows: np.ndarray, izp: int) -> np.ndarray:
+    """izp times the sum of each weight row, int32: subtracted from a sum of x * w it gives the sum of
+    (x - izp) * w (|izp * sum| <= 2^8 * 2^7 * k < 2^31 for rows of up to 65,535 elements)."""
+    return (izp * rows.sum(axis=1)).astype(np.int32)
+
+
+def row_starts(rows: np.ndarray, bias: np.ndarray, izp: int) -> np.ndarray:
+    """bias[r] - izp * the sum of row r, int32: the start of a sum of x * w that gives bias + the sum of
+    (x - izp) * w (the caller bounds it: int32)."""
+    return (bias - izp * rows.sum(axis=1)).astype(np.int32)
+
+
+def dsp_dw_q15(taps: np.ndarray) -> np.ndarray:
+    """Depthwise weights ([taps, channels], multiplier 1) for SMLABB/SMLATT: per group of 4 channels c..c+3 and per
+    tap, the int32 words (w[c] | w[c+2] << 16) and (w[c+1] | w[c+3] << 16), matching SXTB16 of the 4 input bytes
+    and of their rotation by 8 (one pointer walks a group's taps). The channels after the last group of 4 are left
+    out."""
+    groups = taps.shape[1] // 4
+    g = taps[:, :groups * 4].reshape(taps.shape[0], groups, 4).transpose(1, 0, 2) & 0xFFFF  # group, tap, channel
+    words = np.stack([g[..., 0] | g[..., 2] << 16, g[..., 1] | g[..., 3] << 16], axis=-1)
+    return words.reshape(-1).astype(np.uint32).view(np.int32)
+
+
+def dsp_dw_q15_base(taps: np.ndarray, bias: np.ndarray, izp: int) -> np.ndarray:
+    """dsp_dw_q15 with each group's accumulator start before its taps' words, so that one pointer walks a group
+    (qc_dsp_dw_*): per group of 4 channels, base[c..c+3] then the taps' words; then base of the channels after the
+    last group. base[c] = bias[c] - izp * the sum of channel c's weights over the taps: the start of the sum of
+    x * w that gives the sum of (x - izp) * w + bias (the caller bounds it: int32)."""
+    channels = taps.shape[1]
+    base = bias - izp * taps.sum(axis=0)
+    groups = channels // 4
+    words = dsp_dw_q15(taps).astype(np.int64).reshape(groups, taps.shape[0] * 2)
+    starts = base[:groups * 4].reshape(groups, 4)
+    return np.concatenate([np.concatenate([starts, words], axis=1).reshape(-1), base[groups * 4:]]).astype(np.int32)

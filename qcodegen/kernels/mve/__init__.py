@@ -1,0 +1,1 @@
+"""mve kernel family (not yet migrated to a choice module: see qcodegen/kernels/legacy.py)."""

@@ -1,0 +1,1 @@
+"""x86 kernel family (not yet migrated to a choice module: see qcodegen/kernels/legacy.py)."""

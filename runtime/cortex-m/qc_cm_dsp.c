@@ -1,0 +1,213 @@
+/* qc_cm_dsp.c: the Cortex-M4/M7 depthwise kernels declared in qc_cm_dsp.h, compiled once and shared by every model
+ * of a firmware (with -ffunction-sections and the linker's --gc-sections only the variants a model calls are kept).
+ * The sums are exact in any order: each starts from bias - izp * the channel's weight sum (made at generation
+ * time) and adds the raw int8 products; the kernel choice (qcodegen/kernels/cortex_m_dsp/choice.py) requires
+ * |bias| + taps * 2^17 < 2^31, so that no partial sum leaves int32. SPDX-License-Identifier: Apache-2.0 */
+#if defined(__GNUC__) && !defined(__clang__)
+/* At -Og, GCC's register allocator without these finds no registers for the 14-register asm of qc_dsp_dw_pairs in
+   some variants ("impossible constraints"); every other optimization level already enables them. */
+#pragma GCC optimize("expensive-optimizations")
+#endif
+#include "qc_cm_dsp.h"
+
+/* ---- Depthwise convolutions ---------------------------------------------------------------------------------- */
+
+/* The products of the input word v (4 int8 channels) and the next two dsp_dw_q15 words at q (post-incremented),
+   added to a0..a3: SXTB16 (bytes 0,2 / 1,3 into 16-bit pairs) and SMLABB/SMLATT. */
+#define QC_DSP_DW_MLA4                                                                                              \
+  "ldrd %[w0], %[w1], [%[q]], #8\n\t"                                                                             \
+  "sxtb16 %[u], %[v]\n\t"                                                                                         \
+  "smlabb %[a0], %[u], %[w0], %[a0]\n\t"                                                                          \
+  "smlatt %[a2], %[u], %[w0], %[a2]\n\t"                                                                          \
+  "sxtb16 %[u], %[v], ror #8\n\t"                                                                                 \
+  "smlabb %[a1], %[u], %[w1], %[a1]\n\t"                                                                          \
+  "smlatt %[a3], %[u], %[w1], %[a3]\n\t"
+/* Two taps t, t + 1 of 4 channels: their entries of the tap table (tab, + t) by one LDRD, then the input words at
+   entry + bc, as QC_DSP_DW_TAP4T. */
+#define QC_DSP_DW_TAP4X2(t)                                                                                         \
+  __asm__("ldrd %[p0], %[p1], [%[tab], #" #t " * 4]\n\t"                                                          \
+          "ldr %[v], [%[p0], %[bc]]\n\t"                                                                          \
+          QC_DSP_DW_MLA4                                                                                            \
+          "ldr %[v], [%[p1], %[bc]]\n\t"                                                                          \
+          QC_DSP_DW_MLA4                                                                                            \
+          : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [q] "+r"(q), [v] "=&r"(v),                  \
+            [u] "=&r"(u), [w0] "=&r"(w0), [w1] "=&r"(w1), [p0] "=&r"(p0), [p1] "=&r"(p1)                           \
+          : [tab] "r"(tab), [bc] "r"(bc)                                                                           \
+          : "memory")
+/* One tap, its table entry at ptr + off (off: a literal byte offset). */
+#define QC_DSP_DW_TAP4T(ptr, off)                                                                                   \
+  __asm__("ldr %[p0], [%[tp], #" #off "]\n\t"                                                                     \
+          "ldr %[v], [%[p0], %[bc]]\n\t"                                                                          \
+          QC_DSP_DW_MLA4                                                                                            \
+          : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [q] "+r"(q), [v] "=&r"(v),                  \
+            [u] "=&r"(u), [w0] "=&r"(w0), [w1] "=&r"(w1), [p0] "=&r"(p0)                                           \
+          : [tp] "r"(ptr), [bc] "r"(bc)                                                                            \
+          : "memory")
+
+/* Two horizontally adjacent pixels A, B of a 3x3 depthwise convolution with stride = dilation 1: column j < 4 of
+   input row ky (tap kx = j of A, kx = j - 1 of B) at o[4 ky + j] + bc (o: uintptr_t on the stack, read as "m"
+   operands, so that all 14 registers hold the 8 accumulators and the temporaries). Per column: LDR of its word,
+   SXTB16 of bytes 0,2 (ue) and 1,3 (p), then SMLABB/SMLATT with the tap's dsp_dw_q15 words (w0: w0|w2, w1: w1|w3,
+   at q + k<kx>, byte offsets): B's with the previous tap's words, A's after LDRD of the next. */
+#define QC_DSP_DW2_MLA(s0, s1, s2, s3)                                                                              \
+  "smlabb %[" s0 "], %[ue], %[w0], %[" s0 "]\n\t"                                                                 \
+  "smlatt %[" s2 "], %[ue], %[w0], %[" s2 "]\n\t"                                                                 \
+  "smlabb %[" s1 "], %[p], %[w1], %[" s1 "]\n\t"                                                                  \
+  "smlatt %[" s3 "], %[p], %[w1], %[" s3 "]\n\t"
+#define QC_DSP_DW2_COL(c)                                                                                           \
+  "ldr %[p], %[" c "]\n\t"                                                                                        \
+  "ldr %[p], [%[p], %[bc]]\n\t"                                                                                   \
+  "sxtb16 %[ue], %[p]\n\t"                                                                                        \
+  "sxtb16 %[p], %[p], ror #8\n\t"
+#define QC_DSP_DW2_ROW(ky, k0, k1, k2)                                                                              \
+  __asm__(QC_DSP_DW2_COL("c0") "ldrd %[w0], %[w1], [%[q], #" #k0 "]\n\t" QC_DSP_DW2_MLA("a0", "a1", "a2", "a3")     \
+          QC_DSP_DW2_COL("c1") QC_DSP_DW2_MLA("a4", "a5", "a6", "a7")                                               \
+          "ldrd %[w0], %[w1], [%[q], #" #k1 "]\n\t" QC_DSP_DW2_MLA("a0", "a1", "a2", "a3")                          \
+          QC_DSP_DW2_COL("c2") QC_DSP_DW2_MLA("a4", "a5", "a6", "a7")                                               \
+          "ldrd %[w0], %[w1], [%[q], #" #k2 "]\n\t" QC_DSP_DW2_MLA("a0", "a1", "a2", "a3")                          \
+          QC_DSP_DW2_COL("c3") QC_DSP_DW2_MLA("a4", "a5", "a6", "a7")                                               \
+          : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [a4] "+r"(a4), [a5] "+r"(a5),                \
+            [a6] "+r"(a6), [a7] "+r"(a7), [p] "=&r"(p), [ue] "=&r"(ue), [w0] "=&r"(w0), [w1] "=&r"(w1)               \
+          : [bc] "r"(bc), [q] "r"(q), [c0] "m"(o[4 * (ky)]), [c1] "m"(o[4 * (ky) + 1]),                             \
+            [c2] "m"(o[4 * (ky) + 2]), [c3] "m"(o[4 * (ky) + 3])                                                    \
+          : "memory")
+
+/* qc_dsp_dw_pixels for pairs of pixels (count / 2 of them; n % 4 == 0, 9 taps at tab, qc_dsp_dw_pairable): per
+   block of 4 channels, 8 accumulators over the 12 input words of both windows (each word widened once for the
+   two pixels), then the int8 outputs (qc_dsp_rq8) of A at y, of B at y + n. o: the 12 columns' offsets, a local
+   array (so that its elements are stack operands of the asm without a register for their address, also at
+   -Og). */
+static inline __attribute__((always_inline)) void qc_dsp_dw_pairs(const qc_dsp_dw_params *P, const uintptr_t *tab,
+    const int8_t *b, int8_t *y, int32_t pairs, int32_t step, int mode, int pc, int clamp) {
+  const int32_t n = P->n, zp2p1 = P->zp2p1, lo = P->lo, hi = P->hi;
+  const int32_t *rq = P->rq;
+  uintptr_t o[12];
+  for (int32_t ky = 0; ky < 3; ++ky) {
+    for (int32_t j = 0; j < 4; ++j) {
+      o[4 * ky + j] = tab[3 * ky] + (uintptr_t)(j * step);
+    }
+  }
+  for (int32_t i = 0; i < pairs; ++i, b += 2 * step, y += 2 * n) {
+    const int32_t *q = P->q;
+    uintptr_t bc = (uintptr_t)b;
+    for (int32_t c = 0; c < n; c += 4, bc += 4, q += 22) {
+      int32_t a0 = q[0], a1 = q[1], a2 = q[2], a3 = q[3], a4 = a0, a5 = a1, a6 = a2, a7 = a3;
+      uint32_t p, ue, w0, w1;
+      QC_DSP_DW2_ROW(0, 16, 24, 32);
+      QC_DSP_DW2_ROW(1, 40, 48, 56);
+      QC_DSP_DW2_ROW(2, 64, 72, 80);
+      const int32_t *r = pc ? rq + 2 * c : rq;
+      y[c] = qc_dsp_rq8(a0, r, zp2p1, lo, hi, mode, clamp);
+      y[c + 1] = qc_dsp_rq8(a1, pc ? r + 2 : r, zp2p1, lo, hi, mode, clamp);
+      y[c + 2] = qc_dsp_rq8(a2, pc ? r + 4 : r, zp2p1, lo, hi, mode, clamp);
+      y[c + 3] = qc_dsp_rq8(a3, pc ? r + 6 : r, zp2p1, lo, hi, mode, clamp);
+      y[n + c] = qc_dsp_rq8(a4, r, zp2p1, lo, hi, mode, clamp);
+      y[n + c + 1] = qc_dsp_rq8(a5, pc ? r + 2 : r, zp2p1, lo, hi, mode, clamp);
+      y[n + c + 2] = qc_dsp_rq8(a6, pc ? r + 4 : r, zp2p1, lo, hi, mode, clamp);
+      y[n + c + 3] = qc_dsp_rq8(a7, pc ? r + 6 : r, zp2p1, lo, hi, mode, clamp);
+    }
+  }
+}
+
+/* Whether qc_dsp_dw_pairs takes the pixels of a call of qc_dsp_dw_pixels: int8 outputs, n % 4 == 0, 3x3 taps at
+   tab whose columns are `step` apart (stride = dilation 1: pixel B's taps are A's shifted by one column). */
+static inline __attribute__((always_inline)) int qc_dsp_dw_pairable(const qc_dsp_dw_params *P, const uintptr_t *tab,
+                                                                    int32_t count, int32_t step, int mode) {
+  if (mode < 0 || count < 2 || P->taps != 9 || P->n % 4 != 0) {  /* (n % 4: known 0 in the _c4 variants) */
+    return 0;
+  }
+  for (int32_t ky = 0; ky < 3; ++ky) {
+    const uintptr_t *t = tab + 3 * ky;
+    if (t[1] - t[0] != (uintptr_t)step || t[2] - t[1] != (uintptr_t)step) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* All channels of `count` output pixels (qc_cm_dsp.h qc_dsp_dw_*): blocks of 4 channels in registers over all the
+   taps (9 unrolled), then the last n % 4 channels from the int8 weights (c4: n is a multiple of 4, no such channel).
+   Stored as int32 at acc (mode < 0), or requantized (qc_dsp_rq8 `mode`; pc: per-channel pairs) as int8 at y. */
+static inline __attribute__((always_inline)) void qc_dsp_dw_pixels(const qc_dsp_dw_params *P, const uintptr_t *tab,
+    const int8_t *b, int8_t *y, int32_t *acc, int32_t count, int32_t step, int mode, int pc, int clamp, int c4) {
+  const int32_t n = P->n, taps = P->taps, n4 = c4 ? n : n / 4 * 4, zp2p1 = P->zp2p1, lo = P->lo, hi = P->hi;
+  const int32_t *rq = P->rq;
+  if (qc_dsp_dw_pairable(P, tab, count, step, mode)) {
+    qc_dsp_dw_pairs(P, tab, b, y, count / 2, step, mode, pc, clamp);
+    b += count / 2 * 2 * step;
+    y += count / 2 * 2 * n;
+    count %= 2;
+  }
+  for (int32_t i = 0; i < count; ++i, b += step) {
+    const int32_t *q = P->q;
+    uintptr_t bc = (uintptr_t)b;
+    for (int32_t c = 0; c < n4; c += 4, bc += 4) {
+      int32_t a0, a1, a2, a3;
+      __asm__("ldrd %[a0], %[a1], [%[q]], #8\n\t"
+              "ldrd %[a2], %[a3], [%[q]], #8"
+              : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [q] "+r"(q)
+              : "m"(*(const int32_t (*)[4])q));
+      uint32_t v, u, w0, w1, p0, p1;
+      if (taps == 9) {
+        QC_DSP_DW_TAP4X2(0);
+        QC_DSP_DW_TAP4X2(2);
+        QC_DSP_DW_TAP4X2(4);
+        QC_DSP_DW_TAP4X2(6);
+        QC_DSP_DW_TAP4T(tab, 32);
+      } else {
+        for (const uintptr_t *tp = tab; tp < tab + taps; ++tp) {
+          QC_DSP_DW_TAP4T(tp, 0);
+        }
+      }
+      (void)p1;
+      if (mode < 0) {
+        acc[c] = a0;
+        acc[c + 1] = a1;
+        acc[c + 2] = a2;
+        acc[c + 3] = a3;
+      } else {
+        const int32_t *r = pc ? rq + 2 * c : rq;
+        y[c] = qc_dsp_rq8(a0, r, zp2p1, lo, hi, mode, clamp);
+        y[c + 1] = qc_dsp_rq8(a1, pc ? r + 2 : r, zp2p1, lo, hi, mode, clamp);
+        y[c + 2] = qc_dsp_rq8(a2, pc ? r + 4 : r, zp2p1, lo, hi, mode, clamp);
+        y[c + 3] = qc_dsp_rq8(a3, pc ? r + 6 : r, zp2p1, lo, hi, mode, clamp);
+      }
+    }
+    for (int32_t c = n4; c < n; ++c) {
+      int32_t a = q[c - n4];
+      for (int32_t t = 0; t < taps; ++t) {
+        a += (int32_t)((const int8_t *)(tab[t] + (uintptr_t)b))[c] * P->w[t * n + c];
+      }
+      if (mode < 0) {
+        acc[c] = a;
+      } else {
+        y[c] = qc_dsp_rq8(a, pc ? rq + 2 * c : rq, zp2p1, lo, hi, mode, clamp);
+      }
+    }
+    if (mode < 0) {
+      acc += n;
+    } else {
+      y += n;
+    }
+  }
+}
+
+void qc_dsp_dw_s32(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int32_t *acc, int32_t count,
+                   int32_t step) {
+  qc_dsp_dw_pixels(P, tab, b, NULL, acc, count, step, -1, 0, 0, 0);
+}
+void qc_dsp_dw_s32_c4(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int32_t *acc, int32_t count,
+                      int32_t step) {
+  qc_dsp_dw_pixels(P, tab, b, NULL, acc, count, step, -1, 0, 0, 1);
+}
+
+#define QC_DSP_DW_DEFINE(RQ, MODE, PC, CLAMP, A)                                                                   \
+  void qc_dsp_dw_s8_##RQ(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int8_t *y,            \
+                         int32_t count, int32_t step) {                                                            \
+    qc_dsp_dw_pixels(P, tab, b, y, NULL, count, step, MODE, PC, CLAMP, 0);                                         \
+  }                                                                                                                \
+  void qc_dsp_dw_s8_##RQ##_c4(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int8_t *y,       \
+                              int32_t count, int32_t step) {                                                       \
+    qc_dsp_dw_pixels(P, tab, b, y, NULL, count, step, MODE, PC, CLAMP, 1);                                         \
+  }
+QC_DSP_RQ_VARIANTS(QC_DSP_DW_DEFINE, dw)

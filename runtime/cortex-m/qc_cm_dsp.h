@@ -1,0 +1,98 @@
+/* qc_cm_dsp.h: qcodegen's int8 kernels for the Cortex-M4/M7 DSP extension (ACLE SIMD32): per 4 bytes, SXTB16
+ * sign-extends bytes 0,2 (and, after a rotation by 8, bytes 1,3) into 16-bit pairs, and SMLAD (or SMLABB/SMLATT)
+ * multiplies and adds them to 32-bit sums. Which kernel a step runs, and the weight layout it reads, is decided at
+ * generation time (qcodegen/kernels/cortex_m_dsp/; docs/targets.md "Cortex-M4/M7"). Two forms, chosen per kernel
+ * family by the measured instructions and code size:
+ *   - the depthwise kernels (qc_dsp_dw_*) are functions of qc_cm_dsp.c, compiled once and shared by every model of
+ *     a firmware;
+ *   - the convolutions as dot products of weight rows (qc_dsp_dot_*, qc_dsp_conv_*) are static functions of
+ *     qc_cm_dsp_conv.h, compiled into each model that uses them: specialized by the compiler for the constant
+ *     shapes and requantization of the step that calls them (3-6% fewer instructions, smaller code).
+ *
+ * Names: qc_dsp_<op>_<variant>_<weights>[_<requantization>]:
+ *   dot_s8, dot_4rows_{s8,s8x4,q15}, dot_2x2_{s8x2,q15x2}  sums of int8 products (no requantization);
+ *   conv_{2px,3px}_<w>_<rq>[_g<n>]   every output channel of 2 or 3 output pixels, requantized to int8 inside;
+ *   dw_s8_<rq>[_c4], dw_s32[_c4]      depthwise convolution pixels, requantized to int8 or as int32 sums (_c4:
+ *                                     channel counts that are multiples of 4);
+ * where <w> is the weight layout (s8x2: int8 words of 2 rows, q15x2: their SMLAD int16 pairs; made at generation
+ * time, qcodegen/kernels/cortex_m_dsp/layouts.py), <rq> the requantization (single, double: TOSA SINGLE_ROUND /
+ * DOUBLE_ROUND; double_n: DOUBLE_ROUND for accumulators below 2^30 in magnitude; _pc: per-channel scales; _clamp:
+ * a clamp inside int8) and _g<n> a row of n <= 8 groups of 4 elements, fully unrolled.
+ * C99 with GCC inline asm; -Wall -Wextra -Werror -pedantic clean. SPDX-License-Identifier: Apache-2.0 */
+#ifndef QC_CM_DSP_H
+#define QC_CM_DSP_H
+
+#include <arm_acle.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "qc_cm_rq.h"
+
+/* SXTB16 of bytes 1,3 (GCC's __sxtb16 cannot take the rotation). */
+static inline __attribute__((always_inline, unused)) uint32_t qc_sxtb16_ror8(uint32_t v) {
+  uint32_t r;
+  __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(v));
+  return r;
+}
+
+/* The constants of qc_dsp_dw_*: q: the dsp_dw_q15_base words (per group of 4 channels: the accumulators' start,
+   then per tap the int16 pairs w0|w2, w1|w3; then the start of the channels after the last group); w: the int8
+   weights [taps][n] (read for the channels after the last group of 4); rq: the requantization pairs (int8
+   outputs: qc_dsp_rq8); zp2p1 = 2 * output zp + 1; lo, hi: the clamp; n: the channels; taps: the window's taps. */
+typedef struct {
+  const int32_t *q, *rq;
+  const int8_t *w;
+  int32_t n, taps, zp2p1, lo, hi;
+} qc_dsp_dw_params;
+
+/* X(<rq>, mode, per_channel, clamp, A): the requantization variants (qc_dsp_rq8). */
+#define QC_DSP_RQ_VARIANTS(X, A)                                                                                   \
+  X(single, 0, 0, 0, A) X(single_clamp, 0, 0, 1, A) X(single_pc, 0, 1, 0, A) X(single_pc_clamp, 0, 1, 1, A)        \
+  X(double, 1, 0, 0, A) X(double_clamp, 1, 0, 1, A) X(double_pc, 1, 1, 0, A) X(double_pc_clamp, 1, 1, 1, A)        \
+  X(double_n, 2, 0, 0, A) X(double_n_clamp, 2, 0, 1, A) X(double_n_pc, 2, 1, 0, A) X(double_n_pc_clamp, 2, 1, 1, A)
+
+/* All channels of `count` output pixels of a depthwise convolution (multiplier 1), tap t of pixel i reading its n
+   input channels at b + i * step + tab[t] (tab: byte offsets from b, or addresses with b = NULL): the starts in
+   q plus the sum over the taps of x * w, requantized to int8 at y (dw_s8_<rq>), or as int32 at acc (dw_s32); the
+   next pixel's outputs at + n. The _c4 variants take channel counts that are multiples of 4 (less code). */
+void qc_dsp_dw_s32(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int32_t *acc, int32_t count,
+                   int32_t step);
+void qc_dsp_dw_s32_c4(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int32_t *acc, int32_t count,
+                      int32_t step);
+#define QC_DSP_DW_DECLARE(RQ, MODE, PC, CLAMP, A)                                                                  \
+  void qc_dsp_dw_s8_##RQ(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int8_t *y,            \
+                         int32_t count, int32_t step);                                                             \
+  void qc_dsp_dw_s8_##RQ##_c4(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int8_t *y,       \
+                              int32_t count, int32_t step);
+QC_DSP_RQ_VARIANTS(QC_DSP_DW_DECLARE, dw)
+
+/* The int8 output of accumulator v requantized with q = {multiplier m, shift s less 33, or 32 in mode 2} (TOSA
+   apply_scale_32 + zero point, exactly, for 33 <= s <= 62), SSAT, and with `clamp` the clamp to lo..hi. With
+   X = v m + R0 (R0 = 0 for the single rounding; for the double, 2^30 - 2^31 (v < 0)), the value is
+   floor((floor(X / 2^(s-1)) + 2 zp + 1) / 2) (qc_cm_rq.h).
+   mode 0 (single): SMMUL gives floor(v m / 2^32) = floor(X / 2^32), then ASR by s - 33.
+   mode 1 (double): qc_dsp_floor_s33 (SMLAL from hi:lo = R0).
+   mode 2 (double, |v| < 2^30 so that 2v fits): SMMULR(2v, m) = floor((2 v m + 2^31) / 2^32) = floor((v m + 2^30)
+   / 2^31); adding v >> 31 (-1 for v < 0: floor(t - 1) = floor(t) - 1) gives floor(X / 2^31), then ASR by s - 32. */
+static inline __attribute__((always_inline, unused)) int8_t qc_dsp_rq8(int32_t v, const int32_t *q, int32_t zp2p1,
+                                                               int32_t lo, int32_t hi, int mode, int clamp) {
+  int32_t h, r;
+  if (mode == 1) {
+    h = qc_dsp_floor_s33(v, q[0], q[1] + 33, 1);
+  } else if (mode == 0) {
+    __asm__("smmul %0, %1, %2\n\t"
+            "asr %0, %0, %3" : "=&r"(h) : "r"(v), "r"(q[0]), "r"(q[1]));
+  } else {
+    __asm__("add %0, %1, %1\n\t"
+            "smmulr %0, %0, %2\n\t"
+            "add %0, %0, %1, asr #31\n\t"
+            "asr %0, %0, %3" : "=&r"(h) : "r"(v), "r"(q[0]), "r"(q[1]));
+  }
+  __asm__("ssat %0, #8, %1, asr #1" : "=r"(r) : "r"(h + zp2p1));  /* the halving inside SSAT */
+  if (clamp) {
+    r = r < lo ? lo : r > hi ? hi : r;
+  }
+  return (int8_t)r;
+}
+
+#endif

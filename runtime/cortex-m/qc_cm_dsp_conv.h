@@ -1,0 +1,467 @@
+/* qc_cm_dsp_conv.h: qcodegen's Cortex-M4/M7 convolutions as dot products of int8 weight rows (see qc_cm_dsp.h): sums
+ * of products for 1 pixel x 4 rows or 2 pixels x 2 rows, and every output channel of two or three output pixels
+ * per call with the requantization inside (int8 outputs). They are static functions of this header, compiled into
+ * each model that uses them, kept out of line (the steps' loops around the calls keep their registers) and
+ * specialized by the compiler for the constant arguments of the step that calls them (GCC's IPA-CP clones them
+ * with the step's row length or qc_dsp_conv_params): measured on Cortex-M4, shared copies in an object file of
+ * their own take 3-6% more instructions in the convolutions and more code (docs/targets.md "Cortex-M4/M7").
+ * Integer dot products are exact in any order: each kernel sums the raw int8 products (at most 2^14 each, rows up
+ * to 65,535 long) from a start made at generation time (the bias less the input zero point times the row sums),
+ * and the kernel choice (qcodegen/kernels/cortex_m_dsp/choice.py) bounds every partial sum within int32.
+ * C99 with GCC inline asm. SPDX-License-Identifier: Apache-2.0 */
+#ifndef QC_CM_DSP_CONV_H
+#define QC_CM_DSP_CONV_H
+
+#include "qc_cm_dsp.h"
+
+#define QC_DSP_CONV_KERNEL __attribute__((noinline, unused))
+
+/* xq[2g], xq[2g + 1] = the int16 pairs (x[4g], x[4g + 2]) and (x[4g + 1], x[4g + 3]) (SXTB16), g < groups: an
+   input widened once for all the weight rows of qc_dsp_dot_4rows_s8x4 / _q15. */
+static inline __attribute__((always_inline, unused)) void qc_dsp_widen(const int8_t *x, int32_t groups, uint32_t *xq) {
+  for (int32_t g = 0; g < groups; ++g) {
+    uint32_t v;
+    memcpy(&v, x + 4 * g, 4);
+    xq[2 * g] = __sxtb16(v);
+    xq[2 * g + 1] = qc_sxtb16_ror8(v);
+  }
+}
+
+/* xq[stride * g], xq[stride * g + 1] = the int16 pairs (SXTB16) of x[4g .. 4g + 3] (bytes 0,2 then 1,3),
+   g < groups: the inputs of one pixel of a pair (stride 4) or a triple (stride 6), into its part of the
+   interleaved buffer of qc_dsp_dot_2x2_* and qc_dsp_conv_{2px,3px}_* (xq at its first, third or fifth word).
+   Called with a constant group count: unrolled for at most 8 groups, else a loop (small code). */
+static inline __attribute__((always_inline, unused)) void qc_dsp_widen_into(const int8_t *x, int32_t groups,
+                                                                           uint32_t *xq, int32_t stride) {
+  if (groups <= 8) {
+#pragma GCC unroll 8
+    for (int32_t g = 0; g < groups; ++g, xq += stride) {
+      uint32_t v;
+      memcpy(&v, x + 4 * g, 4);
+      xq[0] = __sxtb16(v);
+      xq[1] = qc_sxtb16_ror8(v);
+    }
+  } else {
+#pragma GCC unroll 1
+    for (int32_t g = 0; g < groups; ++g, xq += stride) {
+      uint32_t v;
+      memcpy(&v, x + 4 * g, 4);
+      xq[0] = __sxtb16(v);
+      xq[1] = qc_sxtb16_ror8(v);
+    }
+  }
+}
+
+/* The same for a last group of n < 4 elements, the others read as 0 (and not read). */
+static QC_DSP_CONV_KERNEL void qc_dsp_widen_last(const int8_t *x, int32_t n, uint32_t *xq);
+
+/* Sums of int8 products, exact in int32 for rows of up to 65,535 elements (each product at most 2^14). */
+/* sum of a[i] * b[i], i < n. */
+static QC_DSP_CONV_KERNEL int32_t qc_dsp_dot_s8(const int8_t *a, const int8_t *b, int32_t n);
+/* s[r] = qc_dsp_dot_s8(a, w + r * n, n), r < 4: 4 consecutive int8 weight rows. */
+static QC_DSP_CONV_KERNEL void qc_dsp_dot_4rows_s8(const int8_t *a, const int8_t *w, int32_t n, int32_t *s);
+/* The same for 4 rows given as their dsp_s8x4 words (wq: per group of 4 elements, one int8 word per row) and the
+   input widened as xq (qc_dsp_widen, once per pixel for all its rows); 4 * groups elements. */
+static QC_DSP_CONV_KERNEL void qc_dsp_dot_4rows_s8x4(const uint32_t *xq, const int32_t *wq, int32_t groups,
+                                                     int32_t *s);
+/* The same for 4 rows of length n given both as their dsp_q15x4 words wq (per 4 elements, per row, the int16
+   pairs SMLAD takes: no SXTB16 in the main loop) and, for the last n % 4 elements, as int8 rows w (NULL when
+   n % 4 == 0); the input as int8 a and widened as xq. */
+static QC_DSP_CONV_KERNEL void qc_dsp_dot_4rows_q15(const int8_t *a, const uint32_t *xq, const int32_t *wq,
+                                                    const int8_t *w, int32_t n, int32_t *s);
+/* s[2 * p + r] = the sum over i < 4 * groups of x_p[i] * w_r[i], p, r < 2: two pixels (xq: per group of 4, the
+   pairs of the first pixel then of the second: qc_dsp_widen_into) times two weight rows (wq: their dsp_s8x2
+   words, each SXTB16-unpacked once for both pixels; _q15x2: their dsp_q15x2 int16 pairs). */
+static QC_DSP_CONV_KERNEL void qc_dsp_dot_2x2_s8x2(const uint32_t *xq, const int32_t *wq, int32_t groups,
+                                                   int32_t *s);
+static QC_DSP_CONV_KERNEL void qc_dsp_dot_2x2_q15x2(const uint32_t *xq, const int32_t *wq, int32_t groups,
+                                                    int32_t *s);
+
+/* The constants of qc_dsp_conv_*: q: the dsp_s8x2 (or dsp_q15x2) words of the weight rows; base: the sums' start
+   per channel (the bias less the input zero point times the row sums); rq: the requantization pairs
+   {multiplier, shift - 33 (double_n: - 32)} per channel (_pc) or one for all; rows: the output channels (even);
+   groups: the 4-element groups of a row (the inputs zero-padded to whole groups); zp2p1 = 2 * output zp + 1;
+   lo, hi: the clamp (_clamp variants). */
+typedef struct {
+  const int32_t *q, *base, *rq;
+  int32_t rows, groups, zp2p1, lo, hi;
+} qc_dsp_conv_params;
+
+/* ---- Sums of int8 products ----------------------------------------------------------------------------- */
+
+/* One group of 4 elements of qc_dsp_dot_2x2_s8x2: LDRD of the two rows' int8 words (dsp_s8x2) and of the first
+   pixel's pairs, SXTB16 of the weights, SMLAD into the 4 sums, LDRD of the second pixel's pairs. */
+#define QC_DSP_DOT2X2_GROUP                                                                                         \
+  __asm__("ldrd %[t], %[u], [%[w]], #8\n\t"                                                                       \
+          "ldrd %[xe], %[xo], [%[a]], #8\n\t"                                                                     \
+          "sxtb16 %[te], %[t]\n\t"                                                                                \
+          "sxtb16 %[t], %[t], ror #8\n\t"                                                                         \
+          "sxtb16 %[ue], %[u]\n\t"                                                                                \
+          "sxtb16 %[u], %[u], ror #8\n\t"                                                                         \
+          "smlad %[s0], %[xe], %[te], %[s0]\n\t"                                                                  \
+          "smlad %[s0], %[xo], %[t], %[s0]\n\t"                                                                   \
+          "smlad %[s1], %[xe], %[ue], %[s1]\n\t"                                                                  \
+          "smlad %[s1], %[xo], %[u], %[s1]\n\t"                                                                   \
+          "ldrd %[xe], %[xo], [%[a]], #8\n\t"                                                                     \
+          "smlad %[s2], %[xe], %[te], %[s2]\n\t"                                                                  \
+          "smlad %[s2], %[xo], %[t], %[s2]\n\t"                                                                   \
+          "smlad %[s3], %[xe], %[ue], %[s3]\n\t"                                                                  \
+          "smlad %[s3], %[xo], %[u], %[s3]"                                                                         \
+          : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [a] "+r"(xq), [w] "+r"(wq),                 \
+            [t] "=&r"(t), [u] "=&r"(u), [te] "=&r"(te), [ue] "=&r"(ue), [xe] "=&r"(xe), [xo] "=&r"(xo)             \
+          :                                                                                                         \
+          : "memory")
+
+/* The same with the weights as SMLAD's int16 pairs (dsp_q15x2): LDRD of row 0's pairs, of the first pixel's,
+   2 SMLAD, LDRD of the second pixel's, 2 SMLAD, LDRD of row 1's, 4 SMLAD. */
+#define QC_DSP_DOT2X2_Q15_GROUP                                                                                     \
+  __asm__("ldrd %[we], %[wo], [%[w]], #8\n\t"                                                                     \
+          "ldrd %[xe], %[xo], [%[a]], #8\n\t"                                                                     \
+          "smlad %[s0], %[xe], %[we], %[s0]\n\t"                                                                  \
+          "smlad %[s0], %[xo], %[wo], %[s0]\n\t"                                                                  \
+          "ldrd %[ye], %[yo], [%[a]], #8\n\t"                                                                     \
+          "smlad %[s2], %[ye], %[we], %[s2]\n\t"                                                                  \
+          "smlad %[s2], %[yo], %[wo], %[s2]\n\t"                                                                  \
+          "ldrd %[we], %[wo], [%[w]], #8\n\t"                                                                     \
+          "smlad %[s1], %[xe], %[we], %[s1]\n\t"                                                                  \
+          "smlad %[s1], %[xo], %[wo], %[s1]\n\t"                                                                  \
+          "smlad %[s3], %[ye], %[we], %[s3]\n\t"                                                                  \
+          "smlad %[s3], %[yo], %[wo], %[s3]"                                                                        \
+          : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [a] "+r"(xq), [w] "+r"(wq),                 \
+            [we] "=&r"(we), [wo] "=&r"(wo), [xe] "=&r"(xe), [xo] "=&r"(xo), [ye] "=&r"(ye), [yo] "=&r"(yo)         \
+          :                                                                                                         \
+          : "memory")
+
+static QC_DSP_CONV_KERNEL int32_t qc_dsp_dot_s8(const int8_t *a, const int8_t *b, int32_t n) {
+  int32_t s = 0;
+  const int32_t n4 = n / 4 * 4;
+  for (int32_t i = 0; i < n4; i += 4) {
+    uint32_t va, vb;
+    memcpy(&va, a + i, 4);
+    memcpy(&vb, b + i, 4);
+    s = __smlad(__sxtb16(va), __sxtb16(vb), s);
+    s = __smlad(qc_sxtb16_ror8(va), qc_sxtb16_ror8(vb), s);
+  }
+  for (int32_t i = n4; i < n; ++i) {
+    s += (int32_t)a[i] * b[i];
+  }
+  return s;
+}
+
+static QC_DSP_CONV_KERNEL void qc_dsp_dot_4rows_s8(const int8_t *a, const int8_t *w, int32_t n, int32_t *s) {
+  int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  const int32_t n4 = n / 4 * 4;
+  for (int32_t i = 0; i < n4; i += 4) {
+    uint32_t va, w0, w1, w2, w3;
+    memcpy(&va, a + i, 4);
+    memcpy(&w0, w + i, 4);
+    memcpy(&w1, w + n + i, 4);
+    memcpy(&w2, w + 2 * n + i, 4);
+    memcpy(&w3, w + 3 * n + i, 4);
+    const uint32_t ae = __sxtb16(va), ao = qc_sxtb16_ror8(va);
+    s0 = __smlad(ao, qc_sxtb16_ror8(w0), __smlad(ae, __sxtb16(w0), s0));
+    s1 = __smlad(ao, qc_sxtb16_ror8(w1), __smlad(ae, __sxtb16(w1), s1));
+    s2 = __smlad(ao, qc_sxtb16_ror8(w2), __smlad(ae, __sxtb16(w2), s2));
+    s3 = __smlad(ao, qc_sxtb16_ror8(w3), __smlad(ae, __sxtb16(w3), s3));
+  }
+  for (int32_t i = n4; i < n; ++i) {
+    const int32_t x = a[i];
+    s0 += x * w[i];
+    s1 += x * w[n + i];
+    s2 += x * w[2 * n + i];
+    s3 += x * w[3 * n + i];
+  }
+  s[0] = s0;
+  s[1] = s1;
+  s[2] = s2;
+  s[3] = s3;
+}
+
+/* One group of 4 elements of qc_dsp_dot_4rows_s8x4: LDRD of the input's pairs, two LDRD of the rows' words,
+   SXTB16 of each (and of its rotation), 8 SMLAD. */
+#define QC_DSP_ROWS4_S8X4_GROUP                                                                                     \
+  __asm__("ldrd %[xe], %[xo], [%[a]], #8\n\t"                                                                     \
+          "ldrd %[t], %[u], [%[w]], #8\n\t"                                                                       \
+          "sxtb16 %[te], %[t]\n\t"                                                                                \
+          "sxtb16 %[t], %[t], ror #8\n\t"                                                                         \
+          "sxtb16 %[ue], %[u]\n\t"                                                                                \
+          "sxtb16 %[u], %[u], ror #8\n\t"                                                                         \
+          "smlad %[s0], %[xe], %[te], %[s0]\n\t"                                                                  \
+          "smlad %[s0], %[xo], %[t], %[s0]\n\t"                                                                   \
+          "smlad %[s1], %[xe], %[ue], %[s1]\n\t"                                                                  \
+          "smlad %[s1], %[xo], %[u], %[s1]\n\t"                                                                   \
+          "ldrd %[t], %[u], [%[w]], #8\n\t"                                                                       \
+          "sxtb16 %[te], %[t]\n\t"                                                                                \
+          "sxtb16 %[t], %[t], ror #8\n\t"                                                                         \
+          "sxtb16 %[ue], %[u]\n\t"                                                                                \
+          "sxtb16 %[u], %[u], ror #8\n\t"                                                                         \
+          "smlad %[s2], %[xe], %[te], %[s2]\n\t"                                                                  \
+          "smlad %[s2], %[xo], %[t], %[s2]\n\t"                                                                   \
+          "smlad %[s3], %[xe], %[ue], %[s3]\n\t"                                                                  \
+          "smlad %[s3], %[xo], %[u], %[s3]"                                                                         \
+          : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [a] "+r"(xq), [w] "+r"(wq),                 \
+            [xe] "=&r"(xe), [xo] "=&r"(xo), [t] "=&r"(t), [u] "=&r"(u), [te] "=&r"(te), [ue] "=&r"(ue)             \
+          :                                                                                                         \
+          : "memory")
+
+static QC_DSP_CONV_KERNEL void qc_dsp_dot_4rows_s8x4(const uint32_t *xq, const int32_t *wq, int32_t groups,
+                                                     int32_t *s) {
+  int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  uint32_t xe, xo, t, u, te, ue;
+  int32_t g = 0;
+  for (; g + 2 <= groups; g += 2) {
+    QC_DSP_ROWS4_S8X4_GROUP;
+    QC_DSP_ROWS4_S8X4_GROUP;
+  }
+  if (g < groups) {
+    QC_DSP_ROWS4_S8X4_GROUP;
+  }
+  s[0] = s0;
+  s[1] = s1;
+  s[2] = s2;
+  s[3] = s3;
+}
+
+/* One asm block per 4 elements: LDRD of the pairs (the compiler does not pair the loads). */
+static QC_DSP_CONV_KERNEL void qc_dsp_dot_4rows_q15(const int8_t *a, const uint32_t *xq, const int32_t *wq,
+                                                    const int8_t *w, int32_t n, int32_t *s) {
+  int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  const int32_t n4 = n / 4 * 4;
+  for (int32_t i = 0; i < n4; i += 4) {
+    uint32_t xe, xo, w0, w1;
+    __asm__("ldrd %[xe], %[xo], [%[a]], #8\n\t"
+            "ldrd %[w0], %[w1], [%[q]], #8\n\t"
+            "smlad %[s0], %[xe], %[w0], %[s0]\n\t"
+            "smlad %[s0], %[xo], %[w1], %[s0]\n\t"
+            "ldrd %[w0], %[w1], [%[q]], #8\n\t"
+            "smlad %[s1], %[xe], %[w0], %[s1]\n\t"
+            "smlad %[s1], %[xo], %[w1], %[s1]\n\t"
+            "ldrd %[w0], %[w1], [%[q]], #8\n\t"
+            "smlad %[s2], %[xe], %[w0], %[s2]\n\t"
+            "smlad %[s2], %[xo], %[w1], %[s2]\n\t"
+            "ldrd %[w0], %[w1], [%[q]], #8\n\t"
+            "smlad %[s3], %[xe], %[w0], %[s3]\n\t"
+            "smlad %[s3], %[xo], %[w1], %[s3]"
+            : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [a] "+r"(xq), [q] "+r"(wq),
+              [xe] "=&r"(xe), [xo] "=&r"(xo), [w0] "=&r"(w0), [w1] "=&r"(w1)
+            :
+            : "memory");
+  }
+  for (int32_t i = n4; i < n; ++i) {
+    const int32_t x = a[i];
+    s0 += x * w[i];
+    s1 += x * w[n + i];
+    s2 += x * w[2 * n + i];
+    s3 += x * w[3 * n + i];
+  }
+  s[0] = s0;
+  s[1] = s1;
+  s[2] = s2;
+  s[3] = s3;
+}
+
+static QC_DSP_CONV_KERNEL void qc_dsp_widen_last(const int8_t *x, int32_t n, uint32_t *xq) {
+  uint32_t v = 0;
+  for (int32_t i = n - 1; i >= 0; --i) {
+    v = v << 8 | (uint8_t)x[i];
+  }
+  xq[0] = __sxtb16(v);
+  xq[1] = qc_sxtb16_ror8(v);
+}
+
+static QC_DSP_CONV_KERNEL void qc_dsp_dot_2x2_s8x2(const uint32_t *xq, const int32_t *wq, int32_t groups,
+                                                   int32_t *s) {
+  int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  uint32_t t, u, te, ue, xe, xo;
+  int32_t g = 0;
+  for (; g + 2 <= groups; g += 2) {
+    QC_DSP_DOT2X2_GROUP;
+    QC_DSP_DOT2X2_GROUP;
+  }
+  if (g < groups) {
+    QC_DSP_DOT2X2_GROUP;
+  }
+  s[0] = s0;
+  s[1] = s1;
+  s[2] = s2;
+  s[3] = s3;
+}
+
+static QC_DSP_CONV_KERNEL void qc_dsp_dot_2x2_q15x2(const uint32_t *xq, const int32_t *wq, int32_t groups,
+                                                    int32_t *s) {
+  int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  uint32_t we, wo, xe, xo, ye, yo;
+  int32_t g = 0;
+  for (; g + 2 <= groups; g += 2) {
+    QC_DSP_DOT2X2_Q15_GROUP;
+    QC_DSP_DOT2X2_Q15_GROUP;
+  }
+  if (g < groups) {
+    QC_DSP_DOT2X2_Q15_GROUP;
+  }
+  s[0] = s0;
+  s[1] = s1;
+  s[2] = s2;
+  s[3] = s3;
+}
+
+/* ---- Convolutions with the requantization inside -------------------------------------------------------- */
+
+/* Every output channel (rows even) of two output pixels, int8 at y0 and y1 (y1 NULL: one pixel, given as both
+   halves of x): per pair of rows the 2 x 2 sums of QC_DSP_DOT2X2_GROUP (q15: _Q15_GROUP), started at base, each
+   requantized by qc_dsp_rq8. */
+static inline __attribute__((always_inline, unused)) void qc_dsp_conv_pair(const qc_dsp_conv_params *P,
+    const uint32_t *x,     int8_t *y0, int8_t *y1, int mode, int pc, int clamp, int q15) {
+  const int32_t rows = P->rows, groups = P->groups, zp2p1 = P->zp2p1, lo = P->lo, hi = P->hi;
+  const int32_t *wq = P->q, *base = P->base, *rq = P->rq;
+  for (int32_t oc = 0; oc < rows; oc += 2) {
+    int32_t s0 = base[oc], s1 = base[oc + 1], s2 = s0, s3 = s1;
+    const uint32_t *xq = x;
+    uint32_t t, u, te, ue, xe, xo, ye, yo;
+    int32_t g = 0;
+    if (q15) {
+      uint32_t we, wo;
+      for (; g + 2 <= groups; g += 2) {
+        QC_DSP_DOT2X2_Q15_GROUP;
+        QC_DSP_DOT2X2_Q15_GROUP;
+      }
+      if (g < groups) {
+        QC_DSP_DOT2X2_Q15_GROUP;
+      }
+    } else {
+      for (; g + 2 <= groups; g += 2) {
+        QC_DSP_DOT2X2_GROUP;
+        QC_DSP_DOT2X2_GROUP;
+      }
+      if (g < groups) {
+        QC_DSP_DOT2X2_GROUP;
+      }
+    }
+    (void)t, (void)u, (void)te, (void)ue, (void)ye, (void)yo;
+    const int32_t *r0 = pc ? rq + 2 * oc : rq, *r1 = pc ? r0 + 2 : rq;
+    y0[oc] = qc_dsp_rq8(s0, r0, zp2p1, lo, hi, mode, clamp);
+    y0[oc + 1] = qc_dsp_rq8(s1, r1, zp2p1, lo, hi, mode, clamp);
+    if (y1) {
+      y1[oc] = qc_dsp_rq8(s2, r0, zp2p1, lo, hi, mode, clamp);
+      y1[oc + 1] = qc_dsp_rq8(s3, r1, zp2p1, lo, hi, mode, clamp);
+    }
+  }
+}
+
+/* One group of 4 elements of 3 pixels x 2 rows (qc_dsp_conv_triple), as asm text: the two rows' int8 words
+   (dsp_s8x2, LDRD) unpacked by SXTB16 (and of their rotation), or (q15) their int16 pairs (dsp_q15x2: row 0's two
+   words, then row 1's); then per pixel LDRD of its input pairs and 4 SMLAD into s[2j], s[2j + 1]. */
+#define QC_DSP_3X2_S8                                                                                               \
+  "ldrd %[t], %[u], [%[w]], #8\n\t"                                                                               \
+  "sxtb16 %[te], %[t]\n\t"                                                                                        \
+  "sxtb16 %[t], %[t], ror #8\n\t"                                                                                 \
+  "sxtb16 %[ue], %[u]\n\t"                                                                                        \
+  "sxtb16 %[u], %[u], ror #8\n\t" QC_DSP_3X2_PIXELS
+#define QC_DSP_3X2_Q15                                                                                              \
+  "ldrd %[te], %[t], [%[w]], #8\n\t"                                                                              \
+  "ldrd %[ue], %[u], [%[w]], #8\n\t" QC_DSP_3X2_PIXELS
+#define QC_DSP_3X2_PIXEL(a, b)                                                                                      \
+  "ldrd %[xe], %[xo], [%[x]], #8\n\t"                                                                             \
+  "smlad %[" a "], %[xe], %[te], %[" a "]\n\t"                                                                    \
+  "smlad %[" a "], %[xo], %[t], %[" a "]\n\t"                                                                     \
+  "smlad %[" b "], %[xe], %[ue], %[" b "]\n\t"                                                                    \
+  "smlad %[" b "], %[xo], %[u], %[" b "]\n\t"
+#define QC_DSP_3X2_PIXELS QC_DSP_3X2_PIXEL("s0", "s1") QC_DSP_3X2_PIXEL("s2", "s3") QC_DSP_3X2_PIXEL("s4", "s5")
+/* All 14 allocatable registers (r0-r12, lr): the loop count lives in memory (cnt), decremented through t. */
+#define QC_DSP_3X2_OPERANDS                                                                                         \
+  : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [s4] "+r"(s4), [s5] "+r"(s5), [x] "+r"(xq),           \
+    [w] "+r"(wq), [t] "=&r"(t), [u] "=&r"(u), [te] "=&r"(te), [ue] "=&r"(ue), [xe] "=&r"(xe), [xo] "=&r"(xo),         \
+    [cnt] "+m"(cnt)                                                                                                 \
+  :                                                                                                                 \
+  : "memory", "cc"
+#define QC_DSP_3X2_X8(group) group group group group group group group group
+#define QC_DSP_3X2_LOOP(group)                                                                                      \
+  __asm__ volatile("1:\n\t" group                                                                                 \
+                   "ldr %[t], %[cnt]\n\t"                                                                         \
+                   "subs %[t], %[t], #1\n\t"                                                                      \
+                   "str %[t], %[cnt]\n\t"                                                                         \
+                   "bne 1b" QC_DSP_3X2_OPERANDS)
+
+/* One group: the asm of QC_DSP_3X2_Q15 (q15) or QC_DSP_3X2_S8. */
+#define QC_DSP_3X2_GROUP(q15)                                                                                      \
+  do {                                                                                                              \
+    if (q15) {                                                                                                      \
+      __asm__ volatile(QC_DSP_3X2_Q15 QC_DSP_3X2_OPERANDS);                                                         \
+    } else {                                                                                                        \
+      __asm__ volatile(QC_DSP_3X2_S8 QC_DSP_3X2_OPERANDS);                                                          \
+    }                                                                                                               \
+  } while (0)
+
+/* Every output channel (rows even) of three output pixels, int8 at y0, y1, y2: per pair of rows the 3 x 2 sums
+   (asm loops over groups by 8, then one by one; fixed > 0: that many groups, all unrolled: the kernels of small
+   rows; GCC keeps a loop for a loop of asm, even of 2 groups), started at base, each requantized by qc_dsp_rq8. */
+static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(const qc_dsp_conv_params *P,
+    const uint32_t *x,     int8_t *y0, int8_t *y1, int8_t *y2, int mode, int pc, int clamp, int q15, int32_t fixed) {
+  const int32_t rows = P->rows, groups = fixed ? fixed : P->groups, zp2p1 = P->zp2p1, lo = P->lo, hi = P->hi;
+  const int32_t *wq = P->q, *base = P->base, *rq = P->rq;
+  for (int32_t oc = 0; oc < rows; oc += 2) {
+    int32_t s0 = base[oc], s1 = base[oc + 1], s2 = s0, s3 = s1, s4 = s0, s5 = s1;
+    const uint32_t *xq = x;
+    uint32_t t, u, te, ue, xe, xo;
+    int32_t cnt = groups >> 3;  /* (an operand of every group's asm) */
+    if (fixed) {
+      QC_DSP_3X2_GROUP(q15);
+      if (fixed > 1) QC_DSP_3X2_GROUP(q15);
+      if (fixed > 2) QC_DSP_3X2_GROUP(q15);
+      if (fixed > 3) QC_DSP_3X2_GROUP(q15);
+      if (fixed > 4) QC_DSP_3X2_GROUP(q15);
+      if (fixed > 5) QC_DSP_3X2_GROUP(q15);
+      if (fixed > 6) QC_DSP_3X2_GROUP(q15);
+      if (fixed > 7) QC_DSP_3X2_GROUP(q15);
+    } else {
+      if (cnt) {
+        if (q15) {
+          QC_DSP_3X2_LOOP(QC_DSP_3X2_X8(QC_DSP_3X2_Q15));
+        } else {
+          QC_DSP_3X2_LOOP(QC_DSP_3X2_X8(QC_DSP_3X2_S8));
+        }
+      }
+      cnt = groups & 7;
+      if (cnt) {
+        if (q15) {
+          QC_DSP_3X2_LOOP(QC_DSP_3X2_Q15);
+        } else {
+          QC_DSP_3X2_LOOP(QC_DSP_3X2_S8);
+        }
+      }
+    }
+    const int32_t *r0 = pc ? rq + 2 * oc : rq, *r1 = pc ? r0 + 2 : rq;
+    y0[oc] = qc_dsp_rq8(s0, r0, zp2p1, lo, hi, mode, clamp);
+    y0[oc + 1] = qc_dsp_rq8(s1, r1, zp2p1, lo, hi, mode, clamp);
+    y1[oc] = qc_dsp_rq8(s2, r0, zp2p1, lo, hi, mode, clamp);
+    y1[oc + 1] = qc_dsp_rq8(s3, r1, zp2p1, lo, hi, mode, clamp);
+    y2[oc] = qc_dsp_rq8(s4, r0, zp2p1, lo, hi, mode, clamp);
+    y2[oc + 1] = qc_dsp_rq8(s5, r1, zp2p1, lo, hi, mode, clamp);
+  }
+}
+
+/* The variants: one function each (a step calls the one its constants need). */
+#define QC_DSP_CONV_DEFINE(RQ, MODE, PC, CLAMP, W)                                                                 \
+  static QC_DSP_CONV_KERNEL void qc_dsp_conv_2px_##W##_##RQ(const qc_dsp_conv_params *P, const uint32_t *x,          \
+                                                             int8_t *y0, int8_t *y1) {                             \
+    qc_dsp_conv_pair(P, x, y0, y1, MODE, PC, CLAMP, QC_DSP_Q15_##W);                                               \
+  }                                                                                                                \
+  static QC_DSP_CONV_KERNEL void qc_dsp_conv_3px_##W##_##RQ(const qc_dsp_conv_params *P, const uint32_t *x,          \
+                                                             int8_t *y0, int8_t *y1, int8_t *y2) {                 \
+    qc_dsp_conv_triple(P, x, y0, y1, y2, MODE, PC, CLAMP, QC_DSP_Q15_##W, 0);                                      \
+  }                                                                                                                \
+  QC_DSP_CONV_3PX_FIXED_DEFINE(RQ, MODE, PC, CLAMP, W, 1) QC_DSP_CONV_3PX_FIXED_DEFINE(RQ, MODE, PC, CLAMP, W, 2)   \
+  QC_DSP_CONV_3PX_FIXED_DEFINE(RQ, MODE, PC, CLAMP, W, 3) QC_DSP_CONV_3PX_FIXED_DEFINE(RQ, MODE, PC, CLAMP, W, 4)   \
+  QC_DSP_CONV_3PX_FIXED_DEFINE(RQ, MODE, PC, CLAMP, W, 5) QC_DSP_CONV_3PX_FIXED_DEFINE(RQ, MODE, PC, CLAMP, W, 6)   \
+  QC_DSP_CONV_3PX_FIXED_DEFINE(RQ, MODE, PC, CLAMP, W, 7) QC_DSP_CONV_3PX_FIXED_DEFINE(RQ, MODE, PC, CLAMP, W, 8)
+#define QC_DSP_CONV_3PX_FIXED_DEFINE(RQ, MODE, PC, CLAMP, W, G)                                                   \
+  static QC_DSP_CONV_KERNEL void qc_dsp_conv_3px_##W##_##RQ##_g##G(const qc_dsp_conv_params *P, const uint32_t *x,   \
+                                                                    int8_t *y0, int8_t *y1, int8_t *y2) {          \
+    qc_dsp_conv_triple(P, x, y0, y1, y2, MODE, PC, CLAMP, QC_DSP_Q15_##W, G);                                      \
+  }
+#define QC_DSP_Q15_s8x2 0
+#define QC_DSP_Q15_q15x2 1
+QC_DSP_RQ_VARIANTS(QC_DSP_CONV_DEFINE, s8x2)
+QC_DSP_RQ_VARIANTS(QC_DSP_CONV_DEFINE, q15x2)
+
+#endif

@@ -1,0 +1,299 @@
+"""The Cortex-M4/M7 DSP kernels of runtime/cortex-m on their own: one bare-metal program (cross-compiled with the
+cortex-m4 target's flags, run under qemu-system-arm with semihosting) calls every kernel family and variant on
+seeded random and extreme operands; its results must equal the numpy primitives (CONV2D, DEPTHWISE_CONV2D, RESCALE)
+on the same values, element for element. The weights are re-laid by the kernel family's own layouts
+(qcodegen/kernels/cortex_m_dsp/layouts.py), so the layouts are checked with the kernels."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from qcodegen import primitives
+from qcodegen.codegen import generate, load_target
+from qcodegen.compiler import plan
+from qcodegen.frontends import load_model
+from qcodegen.kernels.cortex_m_dsp import layouts
+from qcodegen.resources import data_path
+from qcodegen.testing import Const, Var, prepare, step_schedule
+from qcodegen.verify.build import compile_cached
+from qcodegen.verify.runners import SemihostingRunner, binutil, content_addressed, unavailable
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET = load_target("cortex-m4")
+MODES = ("single", "double", "double_n")  # qc_dsp_rq8 modes 0, 1, 2
+I32 = np.int64
+
+
+class Program:
+    """C statements calling kernels, each storing its results (as int32) in qc_out; the expected values."""
+
+    def __init__(self) -> None:
+        self.decls: list[str] = []
+        self.body: list[str] = []
+        self.expected: list[np.ndarray] = []
+        self.size = 0
+
+    def array(self, ctype: str, values, const: bool = True) -> str:
+        name = f"a{len(self.decls)}"
+        flat = [int(v) for v in np.asarray(values).reshape(-1)] or [0]
+        items = ", ".join("(-2147483647 - 1)" if v == -(1 << 31) else str(v) for v in flat)
+        self.decls.append(f"static {'const ' if const else ''}{ctype} {name}[{len(flat)}] "
+                          f"__attribute__((aligned(8))) = {{{items}}};")
+        return name
+
+    def check(self, statements: str, results: str, expected: np.ndarray) -> None:
+        """Run `statements`, then copy the `expected.size` values of the C array `results` into qc_out."""
+        n = int(expected.size)
+        self.body.append(f"{{\n{statements}\n  for (int32_t i = 0; i < {n}; ++i) qc_out[{self.size} + i] = "
+                         f"{results}[i];\n}}")
+        self.expected.append(np.asarray(expected, I32).reshape(-1))
+        self.size += n
+
+    def source(self) -> str:
+        return "\n".join(['#include <stdio.h>', '#include "qc_cm_dsp_conv.h"', *self.decls,
+                          f"static int32_t qc_out[{max(self.size, 1)}];",
+                          "int main(int argc, char **argv) {", "  (void)argc;", *self.body,
+                          '  FILE *f = fopen(argv[1], "wb");',
+                          f"  if (!f || fwrite(qc_out, 4, {self.size}, f) != {self.size}) return 1;",
+                          "  return fclose(f) != 0;", "}", ""])
+
+    def run(self, workdir: Path) -> np.ndarray:
+        """Build the program with the kernels, the target's start-up code and linker script; run it."""
+        tiny = step_schedule("RESCALE", [Var((1,), "i8")], [((1,), "i8")], multiplier=[1 << 30], shift=[31],
+                             input_zp=0, output_zp=0, scale32=True, rounding="single_round")
+        generate(prepare(tiny), workdir, TARGET, harness=True)  # qc_cortex_m_startup.c, qc_cortex_m.ld
+        for header in ("qc_cm_rq.h", "qc_cm_dsp.h", "qc_cm_dsp_conv.h", "qc_cm_dsp.c"):
+            (workdir / header).write_bytes((data_path("runtime") / "cortex-m" / header).read_bytes())
+        (workdir / "kernels_test.c").write_text(self.source())
+        exe = _link(workdir, [workdir / "kernels_test.c"], [workdir / "qc_cm_dsp.c"])
+        out = workdir / "out.bin"
+        cmd = SemihostingRunner(TARGET).command(list(TARGET.emulator), exe, [str(out)])
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, proc.stderr[-1000:]
+        return np.frombuffer(out.read_bytes(), "<i4").astype(I32)
+
+
+def _link(workdir: Path, sources: list[Path], kernels: list[Path]) -> Path:
+    """A Cortex-M4 executable of `sources`, the start-up code and linker script in workdir, and the runtime kernel
+    files `kernels` (compiled once, cached by their own content)."""
+    headers = sorted(workdir.glob("qc_cm_*.h"))
+    objects = [str(compile_cached([k], [TARGET.cc, *TARGET.cflags, "-c"], ".o", headers=headers)) for k in kernels]
+    ldflags = [content_addressed(workdir / f) if f == "qc_cortex_m.ld" else f for f in TARGET.ldflags]
+    return compile_cached([*sources, workdir / "qc_cortex_m_startup.c"], [TARGET.cc, *TARGET.cflags], ".exe",
+                          objects + ldflags)
+
+
+def _conv_acc(x: np.ndarray, w: np.ndarray, bias: np.ndarray, izp: int) -> np.ndarray:
+    """CONV2D (1x1, the pixels as a row) of x [P, k] and weights [rows, k]: [P, rows] int32 accumulators."""
+    pixels, k = x.shape
+    sched = step_schedule("CONV2D", [Var((1, 1, pixels, k), "i8"), Const(w.reshape(-1, 1, 1, k), "i8"),
+                                     Const(bias, "i32")], [((1, 1, pixels, w.shape[0]), "i32")],
+                          pad=[0, 0, 0, 0], stride=[1, 1], dilation=[1, 1], input_zp=izp, weight_zp=0, acc_type="i32")
+    io = sched.io(sched.steps[0])
+    args = [x.reshape(1, 1, pixels, k).astype(np.int8), w.reshape(-1, 1, 1, k).astype(np.int8), bias.astype(np.int32)]
+    return primitives.get("CONV2D").reference(io, args)[0].reshape(pixels, -1)
+
+
+def _rescale(acc: np.ndarray, mults, shifts, rounding: str, zp: int, lo: int, hi: int) -> np.ndarray:
+    """RESCALE of int32 accumulators [..., channels] to int8 (per channel when several multipliers)."""
+    sched = step_schedule("RESCALE", [Var(acc.shape, "i32")], [(acc.shape, "i8")], multiplier=list(mults),
+                          shift=list(shifts), input_zp=0, output_zp=zp, scale32=True, rounding=rounding,
+                          per_channel=len(mults) > 1, out_min=lo, out_max=hi)
+    return primitives.get("RESCALE").reference(sched.io(sched.steps[0]), [acc.astype(np.int32)])[0]
+
+
+def _scales(rng: np.random.Generator, channels: int, per_channel: bool) -> tuple[list[int], list[int]]:
+    """Shifts 33..36 (the DSP kernels' range starts at 33; there the double rounding's 2^30 is 1/8 .. 1/64 of the
+    rounding step, so that it changes many results) with multipliers in [2^19, 2^22), which bring accumulators of
+    up to ~2^21 inside and around int8; the first channel's multiplier 2^31 - 1 (saturating)."""
+    n = channels if per_channel else 1
+    mults = [int(v) for v in rng.integers(1 << 19, 1 << 22, n)]
+    mults[0] = (1 << 31) - 1
+    shifts = [int(v) for v in rng.integers(33, 37, n)]
+    return mults, shifts
+
+
+def _rq_pairs(mults, shifts, mode: int) -> list[int]:
+    return [v for m, s in zip(mults, shifts, strict=True) for v in (m, s - (32 if mode == 2 else 33))]
+
+
+def _widen(x: str, k: int, at: str, stride: int) -> str:
+    """The C that widens the k inputs at x into qc_xq + at, as the call sites do (cortex-m-dsp/_dot.c.j2)."""
+    text = f"  qc_dsp_widen_into({x}, {k // 4}, qc_xq + {at}, {stride});\n"
+    if k % 4:
+        text += f"  qc_dsp_widen_last({x} + {k // 4 * 4}, {k % 4}, qc_xq + {k // 4 * stride} + {at});\n"
+    return text
+
+
+def _dot_cases(prog: Program, rng: np.random.Generator) -> None:
+    """qc_dsp_dot_s8 and the 4-row and 2x2 kernels over awkward lengths, extreme and random values."""
+    for k in (1, 3, 4, 5, 16, 17, 40, 1000):
+        x = rng.integers(-128, 128, (2, k))
+        w = rng.integers(-128, 128, (4, k))
+        x[0, :], w[0, :], w[1, :] = -128, -128, 127
+        xs, ws = prog.array("int8_t", x), prog.array("int8_t", w)
+        sums = (x[:, None, :] * w[None, :, :]).sum(axis=2)  # [pixel, row]
+        prog.check(f"  int32_t r[1] = {{qc_dsp_dot_s8({xs}, {ws} + {k}, {k})}};", "r", sums[0, 1:2])
+        prog.check(f"  int32_t r[4]; qc_dsp_dot_4rows_s8({xs} + {k}, {ws}, {k}, r);", "r", sums[1])
+        if k >= 4:
+            g = k // 4
+            s8x4 = prog.array("int32_t", layouts.dsp_s8x4(w[:, :g * 4]))
+            q15 = prog.array("int32_t", layouts.dsp_q15x4(w))
+            xq = f"  uint32_t qc_xq[{2 * g}]; qc_dsp_widen({xs}, {g}, qc_xq);\n"
+            prog.check(xq + f"  int32_t r[4]; qc_dsp_dot_4rows_s8x4(qc_xq, {s8x4}, {g}, r);", "r",
+                       (x[0, :g * 4] * w[:, :g * 4]).sum(axis=1))
+            prog.check(xq + f"  int32_t r[4]; qc_dsp_dot_4rows_q15({xs}, qc_xq, {q15}, {ws if k % 4 else 'NULL'}, "
+                            f"{k}, r);", "r", sums[0])
+        groups = (k + 3) // 4
+        pair = _widen(xs, k, "0", 4) + _widen(f"{xs} + {k}", k, "2", 4)
+        for name, layout in (("s8x2", layouts.dsp_s8x2), ("q15x2", layouts.dsp_q15x2)):
+            wq = prog.array("int32_t", layout(w[:2]))
+            prog.check(f"  uint32_t qc_xq[{4 * groups}];\n{pair}  int32_t r[4]; "
+                       f"qc_dsp_dot_2x2_{name}(qc_xq, {wq}, {groups}, r);", "r", sums[:, :2].reshape(-1))
+
+
+def _conv_cases(prog: Program, rng: np.random.Generator) -> None:
+    """qc_dsp_conv_{2px,3px}: every requantization variant with both weight layouts, rows of 10 groups (the loop
+    of 8 and the rest), and the fully unrolled _g1 .. _g8 kernels."""
+    variants = [(mode, pc, clamp) for mode in range(3) for pc in (0, 1) for clamp in (0, 1)]
+    shapes = [(37, variants, "")] + [(4 * g - (g % 2), [variants[g % len(variants)]], f"_g{g}") for g in range(1, 9)]
+    for k, chosen, fixed in shapes:
+        for mode, pc, clamp in chosen:
+            rows, izp, zp = 6, int(rng.integers(-128, 128)), int(rng.integers(-128, 128))
+            lo, hi = (-60, 70) if clamp else (-128, 127)
+            x = rng.integers(-128, 128, (3, k))
+            x[0] = -128
+            w = rng.integers(-128, 128, (rows, k))
+            bias = rng.integers(-(1 << 20), 1 << 20, rows)
+            mults, shifts = _scales(rng, rows, bool(pc))
+            rounding = "single_round" if mode == 0 else "double_round"
+            acc = _conv_acc(x, w, bias, izp)
+            assert mode != 2 or np.abs(acc).max() < 1 << 30
+            expected = _rescale(acc, mults, shifts, rounding, zp, lo, hi)
+            rq = MODES[mode] + ("_pc" if pc else "") + ("_clamp" if clamp else "")
+            base = prog.array("int32_t", layouts.row_starts(w.astype(I32), bias.astype(I32), izp))
+            pairs = prog.array("int32_t", _rq_pairs(mults, shifts, mode))
+            xs = prog.array("int8_t", x)
+            groups = (k + 3) // 4
+            for name, layout in (("s8x2", layouts.dsp_s8x2), ("q15x2", layouts.dsp_q15x2)):
+                wq = prog.array("int32_t", layout(w.astype(I32)))
+                params = (f"  const qc_dsp_conv_params P = {{{wq}, {base}, {pairs}, {rows}, {groups}, {2 * zp + 1}, "
+                          f"{lo}, {hi}}};\n")
+                triple = "".join(_widen(f"{xs} + {j * k}", k, str(2 * j), 6) for j in range(3))
+                prog.check(f"{params}  uint32_t qc_xq[{6 * groups}];\n{triple}  int8_t y[{3 * rows}];\n"
+                           f"  qc_dsp_conv_3px_{name}_{rq}{fixed}(&P, qc_xq, y, y + {rows}, y + {2 * rows});",
+                           "y", expected)
+                if not fixed:
+                    pair = _widen(xs, k, "0", 4) + _widen(f"{xs} + {k}", k, "2", 4)
+                    prog.check(f"{params}  uint32_t qc_xq[{4 * groups}];\n{pair}  int8_t y[{2 * rows}];\n"
+                               f"  qc_dsp_conv_2px_{name}_{rq}(&P, qc_xq, y, y + {rows});", "y", expected[:2])
+                    one = _widen(f"{xs} + {2 * k}", k, "0", 4) + _widen(f"{xs} + {2 * k}", k, "2", 4)
+                    prog.check(f"{params}  uint32_t qc_xq[{4 * groups}];\n{one}  int8_t y[{rows}];\n"
+                               f"  qc_dsp_conv_2px_{name}_{rq}(&P, qc_xq, y, NULL);", "y", expected[2])
+
+
+def _dw_acc(x: np.ndarray, w: np.ndarray, bias: np.ndarray, izp: int, stride: int) -> np.ndarray:
+    """DEPTHWISE_CONV2D (VALID, multiplier 1) of x [1, H, W, C] and w [KH, KW, C]: int32 accumulators."""
+    kh, kw, c = w.shape
+    oh, ow = (x.shape[1] - kh) // stride + 1, (x.shape[2] - kw) // stride + 1
+    sched = step_schedule("DEPTHWISE_CONV2D", [Var(x.shape, "i8"), Const(w.reshape(kh, kw, c, 1), "i8"),
+                                               Const(bias, "i32")], [((1, oh, ow, c), "i32")], pad=[0, 0, 0, 0],
+                          stride=[stride, stride], dilation=[1, 1], input_zp=izp, weight_zp=0, acc_type="i32")
+    args = [x.astype(np.int8), w.reshape(kh, kw, c, 1).astype(np.int8), bias.astype(np.int32)]
+    return primitives.get("DEPTHWISE_CONV2D").reference(sched.io(sched.steps[0]), args)[0]
+
+
+def _dw_cases(prog: Program, rng: np.random.Generator) -> None:
+    """qc_dsp_dw_*: a run of the pixels of an output row (tap offsets from the first pixel's window; 3x3 at stride 1:
+    pixel pairs) and single pixels over a table of the taps' addresses, for every requantization variant and the
+    int32 sums, channel counts with and without a last partial group of 4 (_c4 or not), 3x3 and 1x2 windows."""
+    variants = [(mode, pc, clamp) for mode in range(3) for pc in (0, 1) for clamp in (0, 1)] + [(-1, 0, 0)]
+    for i, (mode, pc, clamp) in enumerate(variants):
+        kernel = f"s8_{MODES[mode]}{'_pc' if pc else ''}{'_clamp' if clamp else ''}" if mode >= 0 else "s32"
+        for c, (kh, kw), stride in ((16, (3, 3), 1), (19, (3, 3), 1), (8, (1, 2), 2)):
+            izp, zp = int(rng.integers(-128, 128)), int(rng.integers(-128, 128))
+            lo, hi = (-90, 40) if clamp else (-128, 127)
+            x = rng.integers(-128, 128, (1, kh + stride, 7 * stride + kw, c))
+            x[0, 0] = 127
+            w = rng.integers(-128, 128, (kh, kw, c))
+            bias = rng.integers(-(1 << 20), 1 << 20, c)
+            acc = _dw_acc(x, w, bias, izp, stride)[0, 0]  # the first output row, [pixels, c]
+            pixels = acc.shape[0]
+            taps = w.reshape(kh * kw, c).astype(I32)
+            q = prog.array("int32_t", layouts.dsp_dw_q15_base(taps, bias.astype(I32), izp))
+            ws = prog.array("int8_t", taps)
+            offsets = [(ky * x.shape[2] + kx) * c for ky in range(kh) for kx in range(kw)]
+            tab = prog.array("uintptr_t", offsets)
+            xs = prog.array("int8_t", x)
+            fn = f"qc_dsp_dw_{kernel}{'_c4' if c % 4 == 0 else ''}"
+            if mode < 0:
+                expected, out_type, rq = acc, "int32_t", "NULL"
+            else:
+                mults, shifts = _scales(rng, c, bool(pc))
+                expected = _rescale(acc, mults, shifts, "single_round" if mode == 0 else "double_round", zp, lo, hi)
+                out_type, rq = "int8_t", prog.array("int32_t", _rq_pairs(mults, shifts, mode))
+            params = (f"  const qc_dsp_dw_params P = {{{q}, {rq}, {ws}, {c}, {kh * kw}, {2 * zp + 1}, {lo}, {hi}}};\n"
+                      f"  {out_type} y[{pixels * c}];\n")
+            prog.check(params + f"  {fn}(&P, {tab}, {xs}, y, {pixels}, {stride * c});", "y", expected)
+            addresses = "".join(f"  t[{t}] = (uintptr_t)({xs} + {(i % pixels) * stride * c} + {off});\n"
+                                for t, off in enumerate(offsets))
+            prog.check(params + f"  uintptr_t t[{kh * kw}];\n{addresses}  {fn}(&P, t, NULL, y, 1, 0);", "y",
+                       expected[i % pixels])
+
+
+def test_kernels_against_the_numpy_primitives(tmp_path):
+    reason = unavailable(TARGET)
+    if reason:
+        pytest.skip(f"cortex-m4: {reason}")
+    prog = Program()
+    rng = np.random.default_rng(15)
+    _dot_cases(prog, rng)
+    _conv_cases(prog, rng)
+    _dw_cases(prog, rng)
+    got = prog.run(tmp_path)
+    expected = np.concatenate(prog.expected)
+    assert got.shape == expected.shape
+    mismatches = np.flatnonzero(got != expected)
+    assert mismatches.size == 0, (f"{mismatches.size} of {expected.size} values differ; first at {mismatches[0]}: "
+                                  f"expected {expected[mismatches[0]]}, got {got[mismatches[0]]}")
+
+
+def _firmware_text(workdir: Path, models: list, run: bool = False) -> int:
+    """.text bytes of a Cortex-M4 firmware whose main() runs `models` (GeneratedModels of one folder) once each on
+    zero inputs (none: the start-up code and the C library alone); with `run`, it runs under QEMU and must exit 0."""
+    lines = [f'#include "{m.name}.h"' for m in models] + ["int main(void) {", "  int rc = 0;"]
+    for m in models:
+        buffers = [f"static {b.dtype.ctype} {m.name}_{kind}{i}[{b.size}];" for kind, group in (("in", m.inputs),
+                   ("out", m.outputs)) for i, b in enumerate(group)]
+        args = [f"{m.name}_in{i}" for i in range(len(m.inputs))] + [f"{m.name}_out{i}" for i in range(len(m.outputs))]
+        lines += [f"  {line}" for line in buffers]
+        arena = f"static unsigned char {m.name}_arena[{m.name.upper()}_ARENA_SIZE + 1] __attribute__((aligned(16)));"
+        lines += [f"  {arena}", f"  rc |= {m.name}_run({', '.join(args + [f'{m.name}_arena'])});"]
+    main = workdir / f"main_{'_'.join(m.name for m in models) or 'none'}.c"
+    main.write_text("\n".join(lines + ["  return rc;", "}", ""]))
+    exe = _link(workdir, [main] + [s for m in models for s in m.own_sources],
+                sorted({k for m in models for k in m.kernel_sources}))
+    if run:
+        cmd = SemihostingRunner(TARGET).command(list(TARGET.emulator), exe, [])
+        assert subprocess.run(cmd, capture_output=True, timeout=300, stdin=subprocess.DEVNULL).returncode == 0
+    sizes = subprocess.run([binutil(TARGET, "size"), "-A", str(exe)], capture_output=True, text=True, check=True)
+    return next(int(line.split()[1]) for line in sizes.stdout.splitlines() if line.startswith(".text "))
+
+
+def test_two_models_in_one_firmware_share_the_kernels(tmp_path):
+    """kws_like and mobilenet_like in one Cortex-M4 firmware: its model code (.text less that of the same firmware
+    without models) is below the sum of the two single-model firmwares' (both call the same depthwise kernel of
+    qc_cm_dsp.c, linked once), and it runs."""
+    reason = unavailable(TARGET)
+    if reason:
+        pytest.skip(f"cortex-m4: {reason}")
+    kws, mobilenet = (generate(plan(load_model(ROOT / "examples" / f"{name}.json")), tmp_path, TARGET, harness=True)
+                      for name in ("kws_like", "mobilenet_like"))
+    none = _firmware_text(tmp_path, [])
+    both = _firmware_text(tmp_path, [kws, mobilenet], run=True) - none
+    alone = [_firmware_text(tmp_path, [m]) - none for m in (kws, mobilenet)]
+    assert both < sum(alone), (both, alone)
