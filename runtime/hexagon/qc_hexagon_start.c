@@ -57,20 +57,9 @@ static uint64_t udivmod64(uint64_t n, uint64_t d, uint64_t *rem) {
 }
 
 static uint32_t udivmod32(uint32_t n, uint32_t d, uint32_t *rem) {
-  uint32_t q = 0;
-  if (d != 0 && n >= d) {
-    int shift = __builtin_clz(d) - __builtin_clz(n);
-    d <<= shift;
-    for (; shift >= 0; --shift) {
-      q <<= 1;
-      if (n >= d) {
-        n -= d;
-        q |= 1;
-      }
-      d >>= 1;
-    }
-  }
-  *rem = n;
+  uint64_t r;
+  const uint32_t q = (uint32_t)udivmod64(n, d, &r);
+  *rem = (uint32_t)r;
   return q;
 }
 

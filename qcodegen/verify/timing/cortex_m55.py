@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import re
 
-from .base import Core, is_divide, is_double, is_dsp, is_floating, is_memory, is_multiple, is_multiply
-from .disasm import Insn, is_store
-from .scoreboard import Scoreboard, Timing
+from .base import is_divide, is_double, is_dsp, is_floating, is_memory, is_multiple, is_multiply
+from .disasm import Insn
+from .scoreboard import ScoreboardCore, Timing
 
 _INTEGER = re.compile(
     r"v(and|bic|orr|orn|eor|mvn|q?r?shl|r?shr|sli|sri|shlc|movl[tb]|shll[tb]|[id]?w?dup|maxa?|mina?|abs|neg|qabs|"
@@ -91,19 +91,19 @@ def _secondary(insn: Insn) -> bool:
     return insn.op not in ("add", "sub") or "#" in insn.operands
 
 
-class CortexM55(Core[Scoreboard]):
+class CortexM55(ScoreboardCore):
+    stores_read_forwarded = True
     name = "cortex-m55"
     version = 1
     machine = "armv8.1-m.main"
     branch_penalty = 2
 
-    def fresh(self) -> Scoreboard:
-        return Scoreboard()
 
-    def issue(self, state: Scoreboard, insn: Insn) -> int:
-        t = timing(insn)
-        pairs = state.opener is not None and not t.single and _pairs(state.opener, insn)
-        return state.issue(insn, t, pairs, store=is_store(insn.op))
+    def timing(self, insn: Insn) -> Timing:
+        return timing(insn)
+
+    def pairs(self, first: Insn, second: Insn) -> bool:
+        return _pairs(first, second)
 
     def taken_penalty(self, insn: Insn) -> int:
         return 0 if insn.op in ("le", "letp") else super().taken_penalty(insn)

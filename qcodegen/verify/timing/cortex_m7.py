@@ -21,7 +21,6 @@ from __future__ import annotations
 import re
 
 from .base import (
-    Core,
     is_divide,
     is_double,
     is_dsp,
@@ -32,7 +31,7 @@ from .base import (
     is_single_transfer,
 )
 from .disasm import Insn, is_load, is_store
-from .scoreboard import Scoreboard, Timing
+from .scoreboard import ScoreboardCore, Timing
 
 _SLOW_DSP = re.compile(r"q(d?add|d?sub)(8|16)?|uq\w+|q(asx|sax)|[su]sat(16)?|usada?8")
 _ACCUMULATING = re.compile(r"mla|mls|umlal|umaal|smla\w*|smls\w*|smmla\w*|smmls\w*")
@@ -95,16 +94,15 @@ def _pairs(first: Insn, second: Insn) -> bool:
     return not any(both)
 
 
-class CortexM7(Core[Scoreboard]):
+class CortexM7(ScoreboardCore):
     name = "cortex-m7"
     version = 1
     machine = "armv7e-m"
     branch_penalty = 1
 
-    def fresh(self) -> Scoreboard:
-        return Scoreboard()
 
-    def issue(self, state: Scoreboard, insn: Insn) -> int:
-        t = timing(insn)
-        pairs = state.opener is not None and _pairs(state.opener, insn) and not t.single
-        return state.issue(insn, t, pairs)
+    def timing(self, insn: Insn) -> Timing:
+        return timing(insn)
+
+    def pairs(self, first: Insn, second: Insn) -> bool:
+        return _pairs(first, second)

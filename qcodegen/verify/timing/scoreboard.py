@@ -4,9 +4,12 @@ or beside it when the core pairs them), its source registers are ready and its p
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from dataclasses import dataclass, field
+from typing import ClassVar
 
-from .disasm import Insn
+from .base import Core
+from .disasm import Insn, is_store
 
 
 @dataclass(frozen=True)
@@ -61,3 +64,26 @@ class Scoreboard:
             latency = t.base_latency if reg in base else t.latency
             self.ready[reg] = start + max(latency, t.occupancy)
             self.store_ready[reg] = self.ready[reg] - (t.forwards_to_stores and reg not in base)
+
+
+class ScoreboardCore(Core[Scoreboard]):
+    """A core modelled by a Scoreboard: a subclass gives each instruction's Timing and the rule for issuing two
+    instructions in one cycle."""
+
+    stores_read_forwarded: ClassVar[bool] = False  # stores may read results forwarded to them (Timing)
+
+    def fresh(self) -> Scoreboard:
+        return Scoreboard()
+
+    @abstractmethod
+    def timing(self, insn: Insn) -> Timing:
+        """How `insn` uses the pipeline."""
+
+    @abstractmethod
+    def pairs(self, first: Insn, second: Insn) -> bool:
+        """Whether `second` may issue in the same cycle as `first`."""
+
+    def issue(self, state: Scoreboard, insn: Insn) -> int:
+        t = self.timing(insn)
+        pairs = state.opener is not None and not t.single and self.pairs(state.opener, insn)
+        return state.issue(insn, t, pairs, store=self.stores_read_forwarded and is_store(insn.op))
