@@ -23,7 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..ir.dtypes import DType
-from ..ir.quant import QuantType
+from ..ir.quant import QuantType, same_type
 
 F32 = np.float32
 FloatFn = Callable[..., np.ndarray]
@@ -69,14 +69,6 @@ def quantize(x: np.ndarray, q: QuantType, axis: int | None = None) -> np.ndarray
         v = v + _channel_view(q.zero_points.astype(F32), q, x.ndim, axis)
         v = np.minimum(np.maximum(v, F32(q.storage_min)), F32(q.storage_max))
         return to_storage(np.rint(v), q.storage)
-
-
-def same_type(a: QuantType, b: QuantType) -> bool:
-    """MLIR quantized type equality (storage, range, granularity, scales and zero points)."""
-    return (a.storage == b.storage and a.kind == b.kind and a.axis == b.axis and a.block_sizes == b.block_sizes
-            and (a.storage_min, a.storage_max) == (b.storage_min, b.storage_max)
-            and a.scales.shape == b.scales.shape and bool(np.all(a.scales == b.scales))
-            and bool(np.all(a.zero_points == b.zero_points)))
 
 
 def requantize(q_values: np.ndarray, q_in: QuantType, q_out: QuantType, axis: int | None = None) -> np.ndarray:
