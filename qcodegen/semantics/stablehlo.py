@@ -165,3 +165,42 @@ def binary_table(fn: FloatFn, q_a: QuantType, q_b: QuantType, q_out: QuantType) 
     b = dequantize(storage_grid(q_b.storage), q_b)[None, :]
     with np.errstate(all="ignore"):
         return quantize(fn(a, b), q_out).reshape(-1)
+
+
+def f32_scales(q: QuantType) -> QuantType:
+    """q with its scales rounded to float32: the values the interpreter's arithmetic uses (f32(scale))."""
+    return QuantType(q.storage, q.scales.astype(F32).astype(np.float64), q.zero_points, axis=q.axis,
+                     block_sizes=q.block_sizes, storage_min=q.storage_min, storage_max=q.storage_max)
+
+
+def _fraction(scale: float) -> tuple[int, int]:
+    """f32(scale) as an exact fraction (numerator, power-of-two denominator)."""
+    return float(F32(scale)).as_integer_ratio()
+
+
+def round_exact(num: np.ndarray, den: int, q: QuantType) -> np.ndarray:
+    """storage of round_half_even(num / den) + zp, clamped (num: integer object array, den > 0): the exactly rounded
+    quantization of a rational value."""
+    floor = num // den
+    twice = 2 * (num - floor * den)
+    up = (twice > den) | ((twice == den) & (floor % 2 == 1))
+    return np.clip((floor + up).astype(np.int64) + q.zero_point, q.storage_min, q.storage_max)
+
+
+EXACT_BINARY = ("add", "subtract", "multiply")
+
+
+def exact_binary(kind: str, a: np.ndarray, b: np.ndarray, q_a: QuantType, q_b: QuantType, q_out: QuantType
+                 ) -> np.ndarray:
+    """The definition of add / subtract / multiply (per tensor) evaluated exactly -- real dequantized values with the
+    f32 scales, the exact sum / difference / product, rounded once half to even -- for storage values a, b
+    (broadcast). Where it differs from `binary_table`'s f32 evaluation, the f32 rounding errors straddle a rounding
+    boundary (an "f32 tie")."""
+    (na, da), (nb, db), (ny, dy) = (_fraction(q.scale) for q in (q_a, q_b, q_out))
+    x = (np.asarray(a, np.int64) - q_a.zero_point).astype(object)
+    z = (np.asarray(b, np.int64) - q_b.zero_point).astype(object)
+    if kind == "multiply":
+        return round_exact(x * z * (na * nb * dy), da * db * ny, q_out)
+    sign = -1 if kind == "subtract" else 1
+    common = max(da, db)  # powers of two
+    return round_exact((x * (na * (common // da)) + sign * z * (nb * (common // db))) * dy, common * ny, q_out)

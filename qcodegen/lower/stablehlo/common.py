@@ -17,7 +17,7 @@ import numpy as np
 
 from ...errors import UnsupportedError
 from ...fixedpoint import Rounding, scale_to_multiplier_shift
-from ...ir.dtypes import DType, dtype
+from ...ir.dtypes import DType
 from ...ir.graph import Op, Tensor
 from ...ir.quant import QuantType
 from ...ir.schedule import CONST
@@ -224,11 +224,6 @@ def requantize(lw: Lowerer, src: str, q_src: QuantType, dst: str, q_dst: QuantTy
         lw.emit("CAST", [src], [wide])
         src = wide
     rescale_i32(lw, src, q_src, dst, q_dst, axis)
-
-
-def i32_type(q: QuantType) -> QuantType:
-    """q with i32 storage (the interpreter's intermediate type of quantized add)."""
-    return QuantType(dtype("i32"), q.scales, q.zero_points, axis=q.axis, block_sizes=q.block_sizes)
 
 
 def as_type(lw: Lowerer, t: Tensor, q: QuantType, base: str) -> str:
