@@ -189,7 +189,7 @@ def test_example_folds_to_integer_ops(tmp_path: Path) -> None:
         ("uniform_dequantize", "f32")]
     sched = plan(graph)
     assert {s.op for s in sched.steps} - {"RESHAPE", "TRANSPOSE"} == {
-        "QUANTIZE", "CONV2D", "ADD", "RESCALE", "MAXIMUM", "MAX_POOL2D", "MATMUL", "DEQUANTIZE"}
+        "QUANTIZE", "CONV2D", "ADD", "RESCALE_F32_AFFINE", "MAXIMUM", "MAX_POOL2D", "MATMUL", "DEQUANTIZE"}
     assert verify_planned(sched, samples=4).bit_exact
 
 

@@ -80,16 +80,26 @@ def requantize(q_values: np.ndarray, q_in: QuantType, q_out: QuantType, axis: in
     rank = q_values.ndim
     per_axis = q_out if q_out.kind == "per_axis" else q_in
     channels = per_axis.scales.size
-    s_in, s_out = (np.broadcast_to(q.scales, (channels,)) for q in (q_in, q_out))
-    z_in, z_out = (np.broadcast_to(q.zero_points, (channels,)).astype(np.float64) for q in (q_in, q_out))
-    merged = s_in / s_out
-    merged_zp = z_out - z_in * merged
-    v = q_values.astype(F32) * _channel_view(merged.astype(F32), per_axis, rank, axis)
+    merged_zp = merged_offset(q_in, q_out, channels)
+    v = q_values.astype(F32) * _channel_view(merged_scale(q_in, q_out, channels).astype(F32), per_axis, rank, axis)
     if np.any(merged_zp != 0):
         v = v + _channel_view(merged_zp.astype(F32), per_axis, rank, axis)
     if q_out.storage.bits < 32:
         v = np.minimum(np.maximum(v, F32(q_out.storage_min)), F32(q_out.storage_max))
     return to_storage(np.rint(v), q_out.storage)
+
+
+def merged_scale(q_in: QuantType, q_out: QuantType, channels: int) -> np.ndarray:
+    """The requantization's multiplier per channel, f32(s_in / s_out) with the ratio in double (float64 values)."""
+    s_in, s_out = (np.broadcast_to(q.scales, (channels,)) for q in (q_in, q_out))
+    return (s_in / s_out).astype(F32).astype(np.float64)
+
+
+def merged_offset(q_in: QuantType, q_out: QuantType, channels: int) -> np.ndarray:
+    """The requantization's offset per channel, f32(zp_out - zp_in * s_in / s_out) computed in double."""
+    s_in, s_out = (np.broadcast_to(q.scales, (channels,)) for q in (q_in, q_out))
+    z_in, z_out = (np.broadcast_to(q.zero_points, (channels,)).astype(np.float64) for q in (q_in, q_out))
+    return (z_out - z_in * (s_in / s_out)).astype(F32).astype(np.float64)
 
 
 def _upcast(fn: Callable[[np.ndarray], np.ndarray]) -> FloatFn:
