@@ -36,14 +36,17 @@ QC_INLINE int32_t qc_scale32_double_gt31(int32_t v, int32_t m, int s) {
   return (int32_t)qc_asr64((int64_t)v * m + round, s);
 }
 
-/* qcodegen extension: v * m / 2^s rounded half to even (float-defined sources, docs/semantics.md §3.4). */
-QC_INLINE int32_t qc_scale32_half_even(int32_t v, int32_t m, int s) {
+/* qcodegen extension: v * m / 2^s rounded half to even (float-defined sources, docs/semantics.md §3.4); with ties to
+ * the odd neighbour when the output zero point added next is odd, so that the final value is the even one. */
+QC_INLINE int32_t qc_scale32_half_parity(int32_t v, int32_t m, int s, int odd_ties) {
   int64_t p = (int64_t)v * m;
   int64_t q = qc_asr64(p, s);
   int64_t rem = p - q * ((int64_t)1 << s);
   int64_t half = (int64_t)1 << (s - 1);
-  return (int32_t)(q + (rem > half || (rem == half && (q & 1) != 0)));
+  return (int32_t)(q + (rem > half || (rem == half && (q & 1) != odd_ties)));
 }
+QC_INLINE int32_t qc_scale32_half_even(int32_t v, int32_t m, int s) { return qc_scale32_half_parity(v, m, s, 0); }
+QC_INLINE int32_t qc_scale32_half_odd(int32_t v, int32_t m, int s) { return qc_scale32_half_parity(v, m, s, 1); }
 
 /* TOSA apply_scale_16: int48 value (held in int64), int16 multiplier. */
 QC_INLINE int32_t qc_scale16(int64_t v, int16_t m, int s) {

@@ -214,3 +214,80 @@ def exact_binary(kind: str, a: np.ndarray, b: np.ndarray, q_a: QuantType, q_b: Q
     sign = -1 if kind == "subtract" else 1
     common = max(da, db)  # powers of two
     return round_exact((x * (na * (common // da)) + sign * z * (nb * (common // db))) * dy, common * ny, q_out)
+
+
+# ---------------------------------------------------------------- the exactly rounded definition (float64)
+# The same formulas with real arithmetic in place of float32 operations: dequantized values exact in float64,
+# the ops in float64, one rounding at each quantize. Where it and the float32 evaluation differ, the float32
+# rounding errors straddle a rounding boundary (an "f32 tie"). A float64 value within TIE_RTOL (relative) of
+# k + 1/2 is taken as an exact tie, rounded half to even.
+
+TIE_RTOL = 2.0 ** -40
+
+
+def round_ties(v: np.ndarray) -> np.ndarray:
+    """Half to even, treating float64 values within TIE_RTOL of k + 1/2 as exact ties."""
+    v = np.asarray(v, np.float64)
+    with np.errstate(invalid="ignore"):
+        low = np.floor(v)
+        tie = np.abs(v - low - 0.5) <= TIE_RTOL * np.maximum(1.0, np.abs(v))
+        return np.where(tie, low + (np.fmod(low, 2) != 0), np.rint(v))
+
+
+def dequantize_exact(q_values: np.ndarray, q: QuantType, axis: int | None = None) -> np.ndarray:
+    """(q - zp) * f32(scale) in float64 (exact for storage of up to 29 bits)."""
+    q_values = np.asarray(q_values, np.int64)
+    zp = _channel_view(q.zero_points, q, q_values.ndim, axis)
+    scales = _channel_view(q.scales.astype(F32).astype(np.float64), q, q_values.ndim, axis)
+    return (q_values - zp).astype(np.float64) * scales
+
+
+def quantize_exact(x: np.ndarray, q: QuantType, axis: int | None = None) -> np.ndarray:
+    """Real (float64) values -> storage integers of q, rounded once half to even (ties: round_ties)."""
+    x = np.asarray(x, np.float64)
+    with np.errstate(all="ignore"):
+        v = x / _channel_view(q.scales.astype(F32).astype(np.float64), q, x.ndim, axis)
+        v = v + _channel_view(q.zero_points.astype(np.float64), q, x.ndim, axis)
+        return to_storage(np.clip(round_ties(v), q.storage_min, q.storage_max), q.storage)
+
+
+def requantize_exact(q_values: np.ndarray, q_in: QuantType, q_out: QuantType, axis: int | None = None
+                     ) -> np.ndarray:
+    """The merged requantization with its float32 constants, evaluated in float64 and rounded once."""
+    q_values = np.asarray(q_values, np.int64)
+    if same_type(q_in, q_out):
+        return q_values
+    rank = q_values.ndim
+    per_axis = q_out if q_out.kind == "per_axis" else q_in
+    channels = per_axis.scales.size
+    v = (q_values.astype(np.float64) * _channel_view(merged_scale(q_in, q_out, channels), per_axis, rank, axis)
+         + _channel_view(merged_offset(q_in, q_out, channels), per_axis, rank, axis))
+    return to_storage(np.clip(round_ties(v), q_out.storage_min, q_out.storage_max), q_out.storage)
+
+
+def _logistic64(x: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+def _round_afz64(x: np.ndarray) -> np.ndarray:
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
+def _sign64(x: np.ndarray) -> np.ndarray:
+    return np.where(np.isnan(x) | (x == 0), x, np.sign(x))
+
+
+# the element-wise ops of UNARY / BINARY in float64
+UNARY_EXACT: dict[str, FloatFn] = {
+    "abs": np.abs, "negate": np.negative, "ceil": np.ceil, "floor": np.floor, "sign": _sign64,
+    "round_nearest_afz": _round_afz64, "round_nearest_even": np.rint, "sqrt": np.sqrt, "rsqrt": _rsqrt,
+    "cbrt": np.cbrt, "exponential": np.exp, "exponential_minus_one": np.expm1, "log": np.log,
+    "log_plus_one": np.log1p, "sine": np.sin, "cosine": np.cos, "tan": np.tan, "tanh": np.tanh,
+    "logistic": _logistic64,
+}
+BINARY_EXACT: dict[str, FloatFn] = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide, "maximum": np.maximum,
+    "minimum": np.minimum, "remainder": np.fmod, "power": np.power, "atan2": np.arctan2,
+}

@@ -159,13 +159,13 @@ def rescale_i32(lw: Lowerer, src: str, q_src: QuantType, dst: str, q_dst: QuantT
         return
     wide = lw.temp(f"{dst}_i32", buf.shape, "i32")
     lo, hi = q_dst.storage_min - int(z_dst.min()), q_dst.storage_max - int(z_dst.max())
-    _rescale(lw, src, wide, scale, 0, lo, hi, axis)
+    _rescale(lw, src, wide, scale, 0, lo, hi, axis, odd_ties=[int(z) % 2 for z in z_dst])
     shifted = add_channels(lw, wide, z_dst, axis)
     lw.emit("CAST", [shifted], [dst])
 
 
 def _rescale(lw: Lowerer, src: str, dst: str, scale: float | np.ndarray, out_zp: int, lo: int, hi: int,
-             axis: int | None) -> None:
+             axis: int | None, **extra: Any) -> None:
     """RESCALE (half to even) of an i32 buffer. A scale >= 0.5 (shift <= 31) makes TOSA require |v| < 2^(shift-1);
     larger values then lie far outside an output range narrower than i32 and are CLAMPed first, which changes no
     result."""
@@ -181,7 +181,7 @@ def _rescale(lw: Lowerer, src: str, dst: str, scale: float | np.ndarray, out_zp:
         lw.emit("CLAMP", [src], [tmp], min_val=-limit, max_val=limit - 1)
         src = tmp
     lw.rescale(src, dst, scale, output_zp=out_zp, axis=-1 if axis is None else axis, rounding=Rounding.HALF_EVEN,
-               out_min=lo, out_max=hi)
+               out_min=lo, out_max=hi, **extra)
 
 
 def add_channels(lw: Lowerer, src: str, values: np.ndarray, axis: int | None) -> str:
