@@ -82,8 +82,8 @@ class FloatAccuracyResult:
         lines = [f"{'PASS' if self.passed else 'FAIL'} against the float definition: {self.samples} samples, {worst}"]
         for o in self.outputs:
             lsb = "" if o.max_error_lsb is None else f" {_fmt(o.max_error_lsb)} LSB,"
-            lines.append(f"  {o.name}: max |error|{lsb}"
-                         + (f" {o.max_abs_error:.6g} absolute," if o.max_abs_error is not None else "")
+            size = lsb + (f" {o.max_abs_error:.6g} absolute," if o.max_abs_error is not None else "")
+            lines.append(f"  {o.name}:" + (f" max |error|{size}" if size else "")
                          + f" {o.elements_off} element(s) off ({o.elements_on_ties} on float32 ties), "
                          f"{o.elements_over} over the tolerance")
         if self.extra:
