@@ -140,3 +140,15 @@ def test_inspect_shows_the_verdicts(program: Path) -> None:
     assert records["stablehlo.multiply"]["form"] == "65,536-entry table of the definition"
     assert "exact product, one RESCALE half to even differs on 110 pairs" in records["stablehlo.multiply"]["detail"]
     assert out["exactness"][0]["types"] == "i8:0.02:-5 x i8:0.03:7 -> i8:0.05:1"
+
+
+def test_compact_option_keeps_the_product(program: Path) -> None:
+    """--binary-ops compact: the multiply keeps its product form; its pairs that differ are f32 ties, and so are the
+    elements off the float definition."""
+    code, out = _cli("inspect", str(program), "--json", "--binary-ops", "compact")
+    multiply = next(r for r in out["exactness"] if r["op"] == "stablehlo.multiply")
+    assert multiply["form"] == "exact product, one RESCALE half to even" and multiply["off"] == multiply["ties"] == 110
+    code, out = _cli("verify", str(program), "--against", "float", "--samples", "3", "--json", "--binary-ops",
+                     "compact")
+    assert code == 1 and out["elements_off"] == out["elements_on_ties"] > 0
+    assert [o["elements_off"] > 0 for o in out["per_output"]] == [False, False, True, False, False, False]

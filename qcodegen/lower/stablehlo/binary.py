@@ -62,6 +62,7 @@ from .common import add_channels, as_type, lookup, rescale_i32, reshaped
 
 Emit = Callable[[Lowerer, Tensor, Tensor, Tensor], None]
 OPTION, EXACT, COMPACT = "binary_ops", "exact", "compact"
+CHOICES = (EXACT, COMPACT)
 SAMPLE = 1 << 16  # pairs compared for operands too wide to enumerate
 _TERM_LIMIT = 1 << 28  # rescaled terms and table entries stay below this: sums fit int32 with margin
 _MAX_K = 24  # beyond float32's precision a finer intermediate cannot change what matches the definition
@@ -117,7 +118,7 @@ def describe_types(q_a: QuantType, q_b: QuantType, q_y: QuantType | None) -> str
 def plan_binary(kind: str, q_a: QuantType, q_b: QuantType, q_y: QuantType | None, policy: str) -> Plan:
     """The form of a binary op for these per-tensor types (scales taken as float32), with its verdict. kind: add,
     subtract, multiply, maximum, minimum, divide, remainder, power, atan2 or compare.<direction> (q_y None: i1)."""
-    if policy not in (EXACT, COMPACT):
+    if policy not in CHOICES:
         raise UnsupportedError(f"graph option {OPTION}={policy!r}: expected {EXACT!r} or {COMPACT!r}")
     return _plan(kind, _key(q_a), _key(q_b), _key(q_y), policy)
 
@@ -311,7 +312,7 @@ def _product(q_a: QuantType, q_b: QuantType, q_y: QuantType) -> Form:
     def emit(lw: Lowerer, a: Tensor, b: Tensor, y: Tensor) -> None:
         terms = [_centered(lw, t, f"{y.name}_{t.name}_i32") for t in (a, b)]
         acc = lw.temp(f"{y.name}_acc", y.shape, "i32")
-        lw.emit("MUL", terms, [acc], shift=0)
+        lw.emit("MUL", terms, [acc])
         product = QuantType.per_tensor("i32", float(np.float32(a.quant.scale)) * float(np.float32(b.quant.scale)))
         rescale_i32(lw, acc, product, y.name, sem.f32_scales(y.quant), None)
 
