@@ -38,7 +38,9 @@ StableHLO's is `STABLEHLO` in qcodegen/frontends/stablehlo_qdq.py. What a format
 - `quantize` / `dequantize`: the op kinds of float -> quantized (also quantized -> quantized) and quantized ->
   float. `requantize_kind`, `dequantize_kind`, `retype_kind`: the kinds the folding creates, each with one
   operand and a typed result: a quantized -> quantized requantization, a dequantization below moved values, and a
-  retyping that keeps the stored values (the format's lowering must accept these forms).
+  retyping that keeps the stored values (the format's lowering must accept these forms). The requantizations carry
+  attrs["from_qdq"] = True: they stand for the QDQ program's dequantize -> quantize, which a format's own
+  requantization may round differently (StableHLO's interpreter merges the two scales into one float32 multiplier).
 - `movement`: data movement kinds -> positions of fill-value operands (a pad value, quantized to the moved type);
   the other operands that are not static are moved values. `transpose_axis(op, axis)`: where a transpose moves a
   per-axis quantization axis (None: the op is not a transpose).
@@ -67,6 +69,7 @@ from ..ir.graph import Graph, Op, Tensor
 from ..ir.quant import QuantType, same_type
 
 _I32 = 2 ** 31
+FROM_QDQ = {"from_qdq": True}  # the attribute of the requantizations the folding creates (module docstring)
 
 
 @dataclass(frozen=True)
@@ -374,7 +377,7 @@ class _Folder:
             requant = self.new_tensor(f"{add.outputs[0]}_q", shape, q)
             for user in self.users(add.outputs[0]):  # the chain's first op, or the quantizes
                 user.inputs = [requant if n == add.outputs[0] else n for n in user.inputs]
-            self.insert_after(add, Op(self.fmt.requantize_kind, [add.outputs[0]], [requant], {}, add.name))
+            self.insert_after(add, Op(self.fmt.requantize_kind, [add.outputs[0]], [requant], dict(FROM_QDQ), add.name))
             self.finish(requant, chain)
             return True
         return False
@@ -391,7 +394,7 @@ class _Folder:
                 self.graph.ops.remove(op)
                 self.rename(src, out)
             else:
-                op.kind, op.inputs = self.fmt.requantize_kind, [src]
+                op.kind, op.inputs, op.attrs = self.fmt.requantize_kind, [src], dict(FROM_QDQ)
 
     def check(self) -> None:
         """No float compute op may remain between quantized values."""

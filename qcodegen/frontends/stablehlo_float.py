@@ -3,8 +3,10 @@
 `decompose(graph)` rewrites every op on quantized tensors into `uniform_dequantize` of each quantized operand, the
 same op on float32 tensors, and `uniform_quantize` of the result to its quantized type (the StableHLO
 interpreter's per-op meaning, which is also what a QDQ program means). A quantized -> quantized `uniform_quantize`
-becomes dequantize -> quantize; a wide reduction's accumulator type (attrs["accumulator"]) is dropped: the float sum
-is the RFC's intended value. Hybrid ops (float lhs, quantized weights) dequantize the weights.
+stays a requantization, evaluated with the interpreter's merged formula -- except those the QDQ folding made
+(attrs["from_qdq"]), which become dequantize -> quantize again; a wide reduction's accumulator type
+(attrs["accumulator"]) is dropped: the float sum is the RFC's intended value. Hybrid ops (float lhs, quantized
+weights) dequantize the weights.
 
 `evaluate(graph, inputs)` runs such a float graph: quantize / dequantize with the interpreter's float32 formulas
 (qcodegen/semantics/stablehlo.py), element-wise ops in float32 as the interpreter does, dot_general,
@@ -70,13 +72,14 @@ def decompose(graph: Graph) -> Graph:
     for op in graph.ops:
         ins = [out.tensors[n] for n in op.inputs]
         res = [out.tensors[n] for n in op.outputs]
-        if op.kind in _CASTS and not (op.kind in (QUANTIZE, "quant.qcast") and ins[0].quant is not None):
+        if op.kind in _CASTS and not (op.kind in (QUANTIZE, "quant.qcast") and ins[0].quant is not None
+                                      and op.attrs.get("from_qdq")):
             out.ops.append(op)
             continue
         if not any(t.quant is not None for t in ins + res):
             out.ops.append(op)
             continue
-        if op.kind in (QUANTIZE, "quant.qcast"):  # requantization
+        if op.kind in (QUANTIZE, "quant.qcast"):  # a folded QDQ pair: dequantize -> quantize again
             out.ops.append(Op(QUANTIZE, [as_float(ins[0].name)], list(op.outputs), {}, op.name))
             continue
         inputs = [as_float(n) for n in op.inputs]

@@ -202,8 +202,9 @@ def add_channels(lw: Lowerer, src: str, values: np.ndarray, axis: int | None) ->
     return tmp
 
 
-def requantize(lw: Lowerer, src: str, q_src: QuantType, dst: str, q_dst: QuantType) -> None:
-    """dst (q_dst storage) = the interpreter's requantization of src (q_src storage), same shape."""
+def requantize(lw: Lowerer, src: str, q_src: QuantType, dst: str, q_dst: QuantType, qdq: bool = False) -> None:
+    """dst (q_dst storage) = the interpreter's requantization of src (q_src storage), same shape; with `qdq` (a
+    requantization the QDQ folding made) quantize(dequantize(src)) for tabulated storage."""
     if sem.same_type(q_src, q_dst):
         copy(lw, src, dst)
         return
@@ -212,11 +213,12 @@ def requantize(lw: Lowerer, src: str, q_src: QuantType, dst: str, q_dst: QuantTy
     entries = 1 << q_src.storage.bits if q_src.storage.bits <= 16 else 0
     if entries and (entries <= 256 or axis is None):
         grid = sem.storage_grid(q_src.storage)
+        formula = _dequantize_quantize if qdq else sem.requantize
         if axis is None:
-            table = sem.requantize(grid, q_src, q_dst)
+            table = formula(grid, q_src, q_dst)
         else:
             channels = buf.shape[axis]
-            table = sem.requantize(np.broadcast_to(grid, (channels, grid.size)), q_src, q_dst, axis=0)
+            table = formula(np.broadcast_to(grid, (channels, grid.size)), q_src, q_dst, axis=0)
         lookup(lw, [src], table, dst, q_dst.storage, axis)
         return
     if q_src.storage.name not in ("i8", "i16", "i32"):
@@ -229,6 +231,11 @@ def requantize(lw: Lowerer, src: str, q_src: QuantType, dst: str, q_dst: QuantTy
     lw.emit("RESCALE_F32_AFFINE", [src], [dst], scale=sem.merged_scale(q_src, q_dst, channels).tolist(),
             offset=sem.merged_offset(q_src, q_dst, channels).tolist(), axis=-1 if axis is None else axis,
             out_min=lo, out_max=hi)
+
+
+def _dequantize_quantize(values: np.ndarray, q_src: QuantType, q_dst: QuantType, axis: int | None = None
+                         ) -> np.ndarray:
+    return sem.quantize(sem.dequantize(values, q_src, axis), q_dst, axis)
 
 
 def as_type(lw: Lowerer, t: Tensor, q: QuantType, base: str) -> str:
