@@ -64,7 +64,8 @@ def _binary(op: str, out_scale: Callable[[float, float], float], storage: str = 
         call = f"stablehlo.compare {op.split()[1]}, %a, %b" if op.startswith("compare") else f"stablehlo.{op} %a, %b"
         return (f"func.func @main(%a: tensor<{ROWS}x{COLS}x{a}>, %b: tensor<{ROWS}x{COLS}x{b}>) -> "
                 f"tensor<{ROWS}x{COLS}x{result}> {{\n"
-                f"  %r = {call} : (tensor<{ROWS}x{COLS}x{a}>, tensor<{ROWS}x{COLS}x{b}>) -> tensor<{ROWS}x{COLS}x{result}>\n"
+                f"  %r = {call} : (tensor<{ROWS}x{COLS}x{a}>, tensor<{ROWS}x{COLS}x{b}>) -> "
+                f"tensor<{ROWS}x{COLS}x{result}>\n"
                 f"  func.return %r : tensor<{ROWS}x{COLS}x{result}>\n}}\n")
     return program
 
@@ -91,14 +92,15 @@ def _requantize(storage: str, in_range: tuple[float, float]) -> Program:
 
 
 def _dot(via_i32: bool) -> Program:
-    """[ROWS, K] x constant [K, COLS] weights (per column scales) -> i8, directly or through the i32 accumulator
-    type (scale s_x * s_w) and a requantization, the interpreter's usual form."""
+    """[ROWS, K] x constant [K, COLS] weights -> i8: per-tensor weights directly, or per-column weights through the
+    i32 accumulator type (scale s_x * s_w per column) and a requantization, the interpreter's usual form."""
     def program(rng: np.random.Generator, nice: bool) -> str:
         k = 32
         sx = _scale(rng, nice)
-        sw = np.array([_scale(rng, nice, 2e-3, 2e-2) for _ in range(COLS)])
+        sw = np.array([_scale(rng, nice, 2e-3, 2e-2) for _ in range(COLS if via_i32 else 1)])
         x = _type("i8", sx, _zp(rng))
-        w = f"!quant.uniform<i8:f32:1, {{{', '.join(repr(float(s)) for s in sw)}}}>"
+        w = (f"!quant.uniform<i8:f32:1, {{{', '.join(repr(float(s)) for s in sw)}}}>" if via_i32
+             else _type("i8", float(sw[0])))
         sy = float(sx * np.median(sw) * 12 * rng.uniform(0.5, 2))
         y = _type("i8", sy if not nice else _scale(rng, nice), _zp(rng))
         weights = _dense(rng.integers(-127, 128, (k, COLS)))
@@ -231,7 +233,7 @@ def measure(name: str, program: Program, configs: int, elements: int, rng: np.ra
     tally = Tally()
     per_config = max(1, elements // configs)
     for k in range(configs):
-        path = workdir / f"{name.replace(' ', '_')}_{k}.mlir"
+        path = workdir / f"op{len(list(workdir.iterdir()))}.mlir"
         path.write_text(program(rng, nice=k % 4 == 3))
         schedule = plan(load_model(path))
         for record in schedule.exactness:
