@@ -300,7 +300,7 @@ def _against_float(model: Model, options: VerifyOptions) -> Any:
 
     definition = float_definition(path, load(path))
     schedule = plan(path, hybrid=options.hybrid)
-    tolerance = 1.0 if options.max_error_lsb is None else options.max_error_lsb
+    tolerance = 0.0 if options.max_error_lsb is None else options.max_error_lsb
     return _generated_run(schedule, options, lambda g, r: verify_against_float(
         definition, schedule, g, r, samples=options.samples, seed=options.seed, tolerance_lsb=tolerance,
         progress=options.progress))

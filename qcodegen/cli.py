@@ -193,8 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     v.add_argument("--json", action="store_true", help="print one JSON object (docs/schemas/verify.schema.json)")
     v.add_argument("--max-error-lsb", type=float, default=None, metavar="E",
-                   help="--against float: pass when every output is within E LSB (default 1 for the float "
-                        "definition; none with --float-model: report only)")
+                   help="--against float: pass when every output is within E LSB (default 0 for the float "
+                        "definition: every element equal; none with --float-model: report only)")
     v.add_argument("--float-model", metavar="FLOAT.tflite",
                    help="--against float: the float model the quantized model was made from; reports RMSE, MAE, "
                         "max error, L2 relative error and cosine similarity per output and per layer")

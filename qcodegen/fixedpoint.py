@@ -20,7 +20,9 @@ class Rounding(StrEnum):
     INEXACT = "inexact_round"  # TOSA EXT-INEXACTROUND: only an error bound is specified; qcodegen computes
     # it exactly like SINGLE_ROUND (the reference model uses float32 here, which is within that bound)
     DOUBLE = "double_round"
-    HALF_EVEN = "half_even"  # qcodegen extension (docs/semantics.md §3.4), only for float-defined sources
+    HALF_EVEN = "half_even"  # qcodegen extension (docs/semantics.md §3.4), only for float-defined sources: the RESCALE
+    # result (scaled value + output zero point) is rounded half to even, so ties of the scaled value go to the odd
+    # neighbour when the output zero point is odd (`odd_ties`)
 
     @classmethod
     def parse(cls, value: str | Rounding) -> Rounding:
@@ -70,16 +72,19 @@ def _check_scale_params(m: np.ndarray, shift: np.ndarray) -> None:
         raise Unpredictable(f"RESCALE shift {int(shift[bad].flat[0])} is outside [2, 62]")
 
 
-def _floor_shift_half_even(product: np.ndarray, shift: np.ndarray) -> np.ndarray:
+def _floor_shift_half_even(product: np.ndarray, shift: np.ndarray, odd_ties: Any) -> np.ndarray:
     quotient = product >> shift
     remainder = product - (quotient << shift)
     half = np.left_shift(np.int64(1), shift - 1)
-    round_up = (remainder > half) | ((remainder == half) & ((quotient & 1) == 1))
+    round_up = (remainder > half) | ((remainder == half) & ((quotient & 1) != np.asarray(odd_ties, np.int64)))
     return quotient + round_up
 
 
-def apply_scale_32(value, multiplier, shift, rounding: Rounding = Rounding.SINGLE) -> np.ndarray:
-    """TOSA apply_scale_32 (double_round per `rounding`), plus the HALF_EVEN extension. int64 result."""
+def apply_scale_32(value, multiplier, shift, rounding: Rounding = Rounding.SINGLE, odd_ties: Any = 0
+                   ) -> np.ndarray:
+    """TOSA apply_scale_32 (double_round per `rounding`), plus the HALF_EVEN extension: ties to the even neighbour,
+    or to the odd one where `odd_ties` (0/1, broadcast like the multiplier) is 1 -- for an odd output zero point
+    added next. int64 result."""
     v = np.asarray(value, np.int64)
     m = np.asarray(multiplier, np.int64)
     s = np.asarray(shift, np.int64)
@@ -92,7 +97,7 @@ def apply_scale_32(value, multiplier, shift, rounding: Rounding = Rounding.SINGL
         raise Unpredictable(f"RESCALE value {int(v.flat[i])} is out of range for shift {int(s.flat[i])} "
                             f"(TOSA REQUIRE)")
     if rounding is Rounding.HALF_EVEN:
-        return _floor_shift_half_even(v * m, s)
+        return _floor_shift_half_even(v * m, s, odd_ties)
     rnd = np.left_shift(np.int64(1), s - 1)
     if rounding is Rounding.DOUBLE:
         rnd = rnd + np.where(s > 31, np.where(v >= 0, 1 << 30, -(1 << 30)), 0)

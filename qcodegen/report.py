@@ -4,13 +4,14 @@ target runs. The byte counts are those of what is written: the constant arrays o
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
 from . import primitives
 from .codegen.targets import load_target
-from .ir.schedule import TEMP, Schedule
+from .ir.schedule import TEMP, Exactness, Schedule
 from .ir.state import StateVar
 from .kernels import KernelPlan, plan_kernels
 from .kernels.names import c_identifier
@@ -118,6 +119,7 @@ def inspect_dict(schedule: Schedule, plan: KernelPlan | None = None, target: str
         "state_bytes": sum(schedule.buffers[v.name].nbytes for v in schedule.state),
         "state": [_state(schedule, v) for v in schedule.state],
         "notes": list(schedule.notes),
+        "exactness": [asdict(e) for e in schedule.exactness],
         "steps": steps,
         "layers": layers(schedule, plan),
         "arena": arena_blocks(schedule),
@@ -169,6 +171,8 @@ def inspect_text(d: dict[str, Any]) -> str:
     for k, s in enumerate(d["steps"]):
         if s["widened"]:
             lines.append(f"widened: step {k} ({s['source'] or s['op']}): int64, saturated: {s['widened']['reason']}")
+    for record in d["exactness"]:
+        lines.append(f"exactness: {Exactness(**record).describe()}")
     return "\n".join(lines)
 
 

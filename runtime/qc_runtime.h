@@ -36,14 +36,17 @@ QC_INLINE int32_t qc_scale32_double_gt31(int32_t v, int32_t m, int s) {
   return (int32_t)qc_asr64((int64_t)v * m + round, s);
 }
 
-/* qcodegen extension: v * m / 2^s rounded half to even (float-defined sources, docs/semantics.md §3.4). */
-QC_INLINE int32_t qc_scale32_half_even(int32_t v, int32_t m, int s) {
+/* qcodegen extension: v * m / 2^s rounded half to even (float-defined sources, docs/semantics.md §3.4); with ties to
+ * the odd neighbour when the output zero point added next is odd, so that the final value is the even one. */
+QC_INLINE int32_t qc_scale32_half_parity(int32_t v, int32_t m, int s, int odd_ties) {
   int64_t p = (int64_t)v * m;
   int64_t q = qc_asr64(p, s);
   int64_t rem = p - q * ((int64_t)1 << s);
   int64_t half = (int64_t)1 << (s - 1);
-  return (int32_t)(q + (rem > half || (rem == half && (q & 1) != 0)));
+  return (int32_t)(q + (rem > half || (rem == half && (q & 1) != odd_ties)));
 }
+QC_INLINE int32_t qc_scale32_half_even(int32_t v, int32_t m, int s) { return qc_scale32_half_parity(v, m, s, 0); }
+QC_INLINE int32_t qc_scale32_half_odd(int32_t v, int32_t m, int s) { return qc_scale32_half_parity(v, m, s, 1); }
 
 /* TOSA apply_scale_16: int48 value (held in int64), int16 multiplier. */
 QC_INLINE int32_t qc_scale16(int64_t v, int16_t m, int s) {
@@ -158,6 +161,85 @@ QC_INLINE int32_t qc_tflm_reciprocal(int32_t x, int integer_digits, int *bits_ov
   const uint32_t shifted = ((uint32_t)x << headroom_plus_one) - 0x80000000u;
   *bits_over_unit = integer_digits - headroom_plus_one;
   return qc_one_over_one_plus_x_q0((int32_t)shifted);
+}
+
+/* Float32 arithmetic emulated exactly with integers (the StableHLO interpreter's requantization,
+ * RESCALE_F32_AFFINE). A float32 value is (negative, mantissa < 2^24, exponent): +-mantissa * 2^exponent; the
+ * callers keep every value normal (plan-time checks), so "round to 24 significant bits, ties to even" is the
+ * binary32 rounding. */
+
+/* u * 2^*e rounded to 24 significant bits, ties to even; *e takes the bits shifted out. */
+QC_INLINE uint64_t qc_f32_round24(uint64_t u, int *e) {
+  int n = 0;
+  while ((u >> n) >= ((uint64_t)1 << 24)) ++n;
+  if (n > 0) {
+    const uint64_t rem = u & (((uint64_t)1 << n) - 1u), half = (uint64_t)1 << (n - 1);
+    u >>= n;
+    u += rem > half || (rem == half && (u & 1u) != 0);
+    if (u == ((uint64_t)1 << 24)) {  /* the rounding carried into a 25th bit */
+      u >>= 1;
+      ++n;
+    }
+    *e += n;
+  }
+  return u;
+}
+
+/* round_half_even(f32(f32(f32(x) * m) + c)), m = mm * 2^me >= 0, c = (c_neg ? -1 : 1) * cm * 2^ce, for
+ * |x| <= 2^31; results of 2^40 or more in magnitude come back as +-2^40 (callers clamp to a 32-bit range).
+ * The sum aligns both terms 30 bits below the larger exponent: the larger term is exact, the smaller one loses its
+ * low bits only when its exponent is more than 30 smaller, and then only into a jammed sticky bit (bit 0 set). The
+ * sum is then above 2^52 (mantissas are at least 2^23), so its rounding position is bit 29 or higher and the jammed bit decides only whether
+ * the discarded part is zero, exactly as the lost bits would. */
+QC_INLINE int64_t qc_f32_affine(int64_t x, uint32_t mm, int me, int c_neg, uint32_t cm, int ce) {
+  const int guard = 30;
+  const int x_neg = x < 0;
+  int ex = 0, ep, es;
+  uint64_t p, s;
+  int s_neg;
+  p = qc_f32_round24(x_neg ? (uint64_t)(-x) : (uint64_t)x, &ex);  /* f32(x) */
+  ep = ex + me;
+  p = qc_f32_round24(p * mm, &ep);                                 /* f32(f32(x) * m), p * mm < 2^48 */
+  if (cm == 0) {
+    s = p; es = ep; s_neg = x_neg;
+  } else if (p == 0) {
+    s = cm; es = ce; s_neg = c_neg;
+  } else {
+    const int top = ep > ce ? ep : ce, base = top - guard;
+    int64_t terms[2];
+    const uint64_t mant[2] = {p, cm};
+    const int exps[2] = {ep, ce}, negs[2] = {x_neg, c_neg};
+    int64_t sum;
+    int i;
+    for (i = 0; i < 2; ++i) {
+      const int d = exps[i] - base;  /* <= guard */
+      uint64_t v;
+      if (d >= 0) {
+        v = mant[i] << d;                                   /* < 2^54 */
+      } else if (d > -64) {
+        v = (mant[i] >> -d) | ((mant[i] & (((uint64_t)1 << -d) - 1u)) != 0);
+      } else {
+        v = 1;                                              /* only the sticky bit is left */
+      }
+      terms[i] = negs[i] ? -(int64_t)v : (int64_t)v;
+    }
+    sum = terms[0] + terms[1];
+    s_neg = sum < 0;
+    es = base;
+    s = qc_f32_round24(s_neg ? (uint64_t)(-sum) : (uint64_t)sum, &es);  /* f32(p + c) */
+  }
+  if (s == 0) return 0;
+  if (es >= 0) {
+    const int64_t v = es >= 40 || (s >> (40 - es)) != 0 ? ((int64_t)1 << 40) : (int64_t)(s << es);
+    return s_neg ? -v : v;
+  }
+  if (es < -25) return 0;  /* |s| < 2^24 * 2^-26 = 1/4 */
+  {
+    const int k = -es;
+    const uint64_t rem = s & (((uint64_t)1 << k) - 1u), half = (uint64_t)1 << (k - 1);
+    const uint64_t q = (s >> k) + (rem > half || (rem == half && ((s >> k) & 1u) != 0));
+    return s_neg ? -(int64_t)q : (int64_t)q;
+  }
 }
 
 #endif /* QC_RUNTIME_H */

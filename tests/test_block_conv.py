@@ -36,12 +36,12 @@ def _schedule(x_shape: tuple[int, ...], w: np.ndarray, ratio: np.ndarray, scales
 def test_hand_computed_dense() -> None:
     """1x1 window, 4 input channels in 2 blocks of 2, 2 output channels, input zero point 1, weight zero point -1.
     x - 1 = [2, -1, 0, 3]; channel 0: w + 1 = [1, 2 | 3, -1] -> block sums 2 - 2 = 0 and 0 - 3 = -3, ratios (5, 2)
-    -> total -6; x 0.25 = -1.5 -> -2 (half to even), + 3 = 1. Channel 1: w + 1 = [0, 1 | 1, 1] -> -1 and 3, ratios
-    (1, 4) -> 11; x 0.25 = 2.75 -> 3, + 3 = 6."""
+    -> total -6; x 0.25 = -1.5, + 3 = 1.5 -> 2 (the result rounded half to even: the odd zero point sends the tie of
+    -1.5 to -1). Channel 1: w + 1 = [0, 1 | 1, 1] -> -1 and 3, ratios (1, 4) -> 11; x 0.25 = 2.75, + 3 = 5.75 -> 6."""
     w = np.array([[0, 1, 2, -2], [-1, 0, 0, 0]]).reshape(2, 1, 1, 4)
     sched = _schedule((1, 1, 1, 4), w, np.array([[5, 1], [2, 4]]), [0.25, 0.25], ozp=3, izp=1, wzp=-1)
     x = np.array([3, 0, 1, 4], np.int8).reshape(1, 1, 1, 4)
-    assert run_reference(prepare(sched), [x])["out0"].reshape(-1).tolist() == [1, 6]
+    assert run_reference(prepare(sched), [x])["out0"].reshape(-1).tolist() == [2, 6]
     assert_bit_exact(sched, inputs=[[x]])
 
 

@@ -203,3 +203,28 @@ def test_gather_errors():
 def test_clang_sanitizers(sched):
     """clang with the target's -Werror flags, run as the harness under ASan/UBSan."""
     assert_clang_sanitized(sched)
+
+
+# --------------------------------------------------------------------------------- RESCALE half to even, odd ties
+
+
+def test_rescale_half_even_rounds_the_result_with_its_zero_point():
+    """StableHLO quantizes round(x / s + zp): the tie of the scaled value goes to the neighbour that makes the
+    result even. x * 0.5 for x = 1, 3, 5 is 0.5, 1.5, 2.5: with output zero point 1 the results are 2, 2, 4 (1.5,
+    2.5, 3.5 rounded to even); per channel, odd_ties [0, 1] sends channel 1's ties to odd values (a zero point
+    added later, by an ADD, is odd)."""
+    x = Var((3,), "i32", -100, 100)
+    odd_zp = step_schedule("RESCALE", [x], [((3,), "i8")], multiplier=[1 << 30], shift=[31], input_zp=0, output_zp=1,
+                           scale32=True, rounding="half_even", per_channel=False)
+    assert run(odd_zp, [1, 3, 5]).tolist() == [2, 2, 4]
+    assert_bit_exact(odd_zp, inputs=[[np.array([1, 3, 5], np.int32)]])
+    channels = step_schedule("RESCALE", [Var((3, 2), "i32", -100, 100)], [((3, 2), "i32")], multiplier=[1 << 30] * 2,
+                             shift=[31] * 2, input_zp=0, output_zp=0, scale32=True, rounding="half_even",
+                             per_channel=True, odd_ties=[0, 1])
+    values = np.array([[1, 1], [3, 3], [5, 5]], np.int32)
+    assert run(channels, values).tolist() == [[0, 1], [2, 1], [2, 3]]
+    assert_bit_exact(channels, inputs=[[values]])
+    bad = step_schedule("RESCALE", [x], [((3,), "i8")], multiplier=[1 << 30], shift=[31], input_zp=0, output_zp=0,
+                        scale32=True, rounding="single_round", per_channel=False, odd_ties=[1])
+    with pytest.raises(GraphError, match="odd_ties needs rounding half_even"):
+        check_schedule(bad)

@@ -3,8 +3,10 @@
 `decompose(graph)` rewrites every op on quantized tensors into `uniform_dequantize` of each quantized operand, the
 same op on float32 tensors, and `uniform_quantize` of the result to its quantized type (the StableHLO
 interpreter's per-op meaning, which is also what a QDQ program means). A quantized -> quantized `uniform_quantize`
-becomes dequantize -> quantize; a wide reduction's accumulator type (attrs["accumulator"]) is dropped: the float sum
-is the RFC's intended value. Hybrid ops (float lhs, quantized weights) dequantize the weights.
+stays a requantization, evaluated with the interpreter's merged formula -- except those the QDQ folding made
+(attrs["from_qdq"]), which become dequantize -> quantize again; a wide reduction's accumulator type
+(attrs["accumulator"]) is dropped: the float sum is the RFC's intended value. Hybrid ops (float lhs, quantized
+weights) dequantize the weights.
 
 `evaluate(graph, inputs)` runs such a float graph: quantize / dequantize with the interpreter's float32 formulas
 (qcodegen/semantics/stablehlo.py), element-wise ops in float32 as the interpreter does, dot_general,
@@ -12,17 +14,24 @@ convolution and add-reductions (reduce, reduce_window) summed in float64 and rou
 value of the float definition, correctly rounded), data movement exactly. Other ops raise UnsupportedError naming
 the op. `float_reference(graph, inputs)` = evaluate(decompose(graph), inputs): the oracle of
 `qcodegen verify --against float` (qcodegen/verify/float_accuracy.py).
+
+With `arith=EXACT` the same graph is evaluated as real arithmetic would (float64 values, the exact dequantization,
+the ops and sums in float64, one rounding half to even at each quantize, float64 values within 2^-40 of a tie taken
+as ties): the exactly rounded definition. Where the two differ, the float32 evaluation's own rounding errors
+straddle a rounding boundary: `verify --against float` reports such elements as f32 ties.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
 
 from ..errors import UnsupportedError
 from ..ir.graph import Graph, Op, Tensor
+from ..ir.quant import QuantType
 from ..semantics import stablehlo as sem
 from .stablehlo import _FOLDERS
 
@@ -63,13 +72,14 @@ def decompose(graph: Graph) -> Graph:
     for op in graph.ops:
         ins = [out.tensors[n] for n in op.inputs]
         res = [out.tensors[n] for n in op.outputs]
-        if op.kind in _CASTS and not (op.kind in (QUANTIZE, "quant.qcast") and ins[0].quant is not None):
+        if op.kind in _CASTS and not (op.kind in (QUANTIZE, "quant.qcast") and ins[0].quant is not None
+                                      and op.attrs.get("from_qdq")):
             out.ops.append(op)
             continue
         if not any(t.quant is not None for t in ins + res):
             out.ops.append(op)
             continue
-        if op.kind in (QUANTIZE, "quant.qcast"):  # requantization
+        if op.kind in (QUANTIZE, "quant.qcast"):  # a folded QDQ pair: dequantize -> quantize again
             out.ops.append(Op(QUANTIZE, [as_float(ins[0].name)], list(op.outputs), {}, op.name))
             continue
         inputs = [as_float(n) for n in op.inputs]
@@ -201,14 +211,32 @@ def _reduce_window(op: Op, x: np.ndarray, init: np.ndarray) -> np.ndarray:
     return fn(acc, start)
 
 
-def _elementwise(op: Op, args: list[np.ndarray]) -> np.ndarray:
+@dataclass(frozen=True)
+class Arithmetic:
+    """How `evaluate` computes: the interpreter's float32 operations, or exactly (float64, rounded once at each
+    quantize)."""
+
+    float_type: type
+    quantize: Callable[[np.ndarray, QuantType], np.ndarray]
+    dequantize: Callable[[np.ndarray, QuantType], np.ndarray]
+    requantize: Callable[[np.ndarray, QuantType, QuantType], np.ndarray]
+    unary: dict[str, sem.FloatFn]
+    binary: dict[str, sem.FloatFn]
+
+
+FLOAT32 = Arithmetic(F32, sem.quantize, sem.dequantize, sem.requantize, sem.UNARY, sem.BINARY)
+EXACT = Arithmetic(np.float64, sem.quantize_exact, sem.dequantize_exact, sem.requantize_exact, sem.UNARY_EXACT,
+                   sem.BINARY_EXACT)
+
+
+def _elementwise(op: Op, args: list[np.ndarray], arith: Arithmetic) -> np.ndarray:
     short = op.kind.split(".", 1)[1]
-    args = [np.asarray(v, F32) for v in args]
+    args = [np.asarray(v, arith.float_type) for v in args]
     with np.errstate(all="ignore"):
-        if short in sem.UNARY and len(args) == 1:
-            return sem.UNARY[short](args[0])
-        if short in sem.BINARY and len(args) == 2:
-            return np.asarray(sem.BINARY[short](args[0], args[1]), F32)
+        if short in arith.unary and len(args) == 1:
+            return arith.unary[short](args[0])
+        if short in arith.binary and len(args) == 2:
+            return np.asarray(arith.binary[short](args[0], args[1]), arith.float_type)
         if short == "clamp":
             return np.minimum(np.maximum(args[1], args[0]), args[2])
     raise UnsupportedError(f"{op.name}: the float evaluator has no {op.kind} (supported: quantize, dequantize, "
@@ -216,14 +244,15 @@ def _elementwise(op: Op, args: list[np.ndarray]) -> np.ndarray:
                            "clamp and the element-wise ops of the interpreter's QDQ fallback)")
 
 
-def _apply(op: Op, args: list[np.ndarray], ins: list[Tensor], outs: list[Tensor]) -> np.ndarray:
+def _apply(op: Op, args: list[np.ndarray], ins: list[Tensor], outs: list[Tensor], arith: Arithmetic
+           ) -> np.ndarray:
     kind = op.kind
     if kind in (QUANTIZE, "quant.qcast"):
         if ins[0].quant is None:
-            return sem.quantize(args[0], outs[0].quant)
-        return sem.requantize(args[0], ins[0].quant, outs[0].quant)
+            return arith.quantize(args[0], outs[0].quant)
+        return arith.requantize(args[0], ins[0].quant, outs[0].quant)
     if kind in (DEQUANTIZE, "quant.dcast"):
-        return sem.dequantize(args[0], ins[0].quant)
+        return arith.dequantize(args[0], ins[0].quant)
     if any(t.quant is not None for t in ins + outs) and kind not in _CASTS | set(_MOVEMENT):
         raise UnsupportedError(f"{op.name}: {kind} on quantized tensors; decompose the graph first")
     if kind == "stablehlo.dot_general":
@@ -244,31 +273,33 @@ def _apply(op: Op, args: list[np.ndarray], ins: list[Tensor], outs: list[Tensor]
         return sem.COMPARE[str(op.attrs["comparison_direction"])](args[0], args[1])
     if kind in _FOLDERS:
         return _FOLDERS[kind](op, args, ins, outs)
-    return _elementwise(op, args)
+    return _elementwise(op, args, arith)
 
 
-def evaluate_op(graph: Graph, op: Op, args: list[np.ndarray]) -> np.ndarray:
+def evaluate_op(graph: Graph, op: Op, args: list[np.ndarray], arith: Arithmetic = FLOAT32) -> np.ndarray:
     """One op's float value (storage integers for quantized results) from its operands' values."""
     ins = [graph.tensors[n] for n in op.inputs]
     outs = [graph.tensors[n] for n in op.outputs]
     if len(outs) != 1:
         raise UnsupportedError(f"{op.name}: the float evaluator handles single-result ops only ({op.kind})")
-    value = np.asarray(_apply(op, args, ins, outs))
-    return value.reshape(outs[0].shape).astype(outs[0].dtype.numpy)
+    value = np.asarray(_apply(op, args, ins, outs, arith)).reshape(outs[0].shape)
+    return value.astype(arith.float_type if outs[0].dtype.is_float else outs[0].dtype.numpy)
 
 
-def evaluate(graph: Graph, inputs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+def evaluate(graph: Graph, inputs: Sequence[np.ndarray], arith: Arithmetic = FLOAT32) -> dict[str, np.ndarray]:
     """Every tensor's value for `inputs` (one array per graph input, in order)."""
     if len(inputs) != len(graph.inputs):
         raise UnsupportedError(f"{len(graph.inputs)} input(s) expected, got {len(inputs)}")
     values = {n: t.data for n, t in graph.tensors.items() if t.is_const}
     values.update(zip(graph.inputs, (np.asarray(v) for v in inputs), strict=True))
     for op in graph.ops:
-        values[op.outputs[0]] = evaluate_op(graph, op, [values[n] for n in op.inputs])
+        values[op.outputs[0]] = evaluate_op(graph, op, [values[n] for n in op.inputs], arith)
     return values
 
 
-def float_reference(graph: Graph, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """The graph's outputs under its float definition (decompose, then evaluate)."""
-    values = evaluate(decompose(graph), inputs)
+def float_reference(graph: Graph, inputs: Sequence[np.ndarray], arith: Arithmetic = FLOAT32
+                    ) -> list[np.ndarray]:
+    """The graph's outputs under its float definition (decompose, then evaluate): float32 as the interpreter
+    (default), or EXACT."""
+    values = evaluate(decompose(graph), inputs, arith)
     return [values[n] for n in graph.outputs]

@@ -140,3 +140,11 @@ class QuantType:
         if self.kind == "per_tensor":
             return f"{self.storage}{rng} scale={self.scale:.6g} zp={self.zero_point}"
         return f"{self.storage}{rng} {self.kind} ({self.scales.size} scales)"
+
+
+def same_type(a: QuantType, b: QuantType) -> bool:
+    """Quantized type equality (MLIR's): storage, storage range, granularity, scales and zero points."""
+    return (a.storage == b.storage and a.kind == b.kind and a.axis == b.axis and a.block_sizes == b.block_sizes
+            and (a.storage_min, a.storage_max) == (b.storage_min, b.storage_max)
+            and a.scales.shape == b.scales.shape and bool(np.all(a.scales == b.scales))
+            and bool(np.all(a.zero_points == b.zero_points)))

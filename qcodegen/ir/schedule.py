@@ -64,6 +64,36 @@ class Step:
     widened: Widening | None = None  # set by range analysis where int32/i48 arithmetic is not proven
 
 
+@dataclass(frozen=True)
+class Exactness:
+    """A planner decision: how one source op's integer form relates to the source format's definition, and how
+    that was established (e.g. every 8-bit operand pair enumerated against the float definition)."""
+
+    source: str  # the source op (its label)
+    op: str  # the source op's kind, e.g. "stablehlo.add"
+    types: str  # operand and result types
+    form: str  # the integer form chosen
+    method: str  # "enumeration", "sample", "construction" or "bound"
+    cases: int  # operand combinations checked (0: none, by construction or by a bound)
+    off: int  # of those, the combinations whose result differs from the definition
+    ties: int  # of `off`, the combinations where the definition's own float rounding straddles a rounding boundary
+    detail: str = ""  # why: the parameters chosen, the bound, the alternative not taken
+
+    @property
+    def exact(self) -> bool:
+        return self.off == 0
+
+    def describe(self) -> str:
+        head = f"{self.source}: {self.op.split('.', 1)[-1]} {self.types} -> {self.form}"
+        if self.method in ("enumeration", "sample"):
+            what = "every pair" if self.method == "enumeration" else "a seeded sample"
+            verdict = (f"exact on {what} ({self.cases:,})" if self.exact else
+                       f"{self.off:,} of {self.cases:,} pairs ({what}) differ, {self.ties:,} of them f32 ties")
+        else:
+            verdict = "exact by construction" if self.method == "construction" else "bounded"
+        return f"{head}: {verdict}" + (f"; {self.detail}" if self.detail else "")
+
+
 @dataclass
 class StepIO:
     """A step together with its operand buffers: what primitives see."""
@@ -88,6 +118,7 @@ class Schedule:
     arena_lower_bound: int = 0
     notes: list[str] = field(default_factory=list)  # planner decisions worth reporting
     source_format: str = ""  # the front end's format ("tflite", "stablehlo", ...; "" for JSON/builder graphs)
+    exactness: list[Exactness] = field(default_factory=list)  # per source op: its form against the definition
     # fusion (qcodegen/plan/fuse.py): index of the last step of a group -> one fused step computing the group
     fused: dict[int, Step] = field(default_factory=dict)
     state: list[StateVar] = field(default_factory=list)  # in the order of the generated state struct

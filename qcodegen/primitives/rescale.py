@@ -40,7 +40,10 @@ def _as_signed(lo: int, hi: int, bits: int) -> tuple[int, int]:
 class Rescale(Primitive):
     """attrs: multiplier, shift (lists: one entry, or one per channel along `axis`), input_zp, output_zp,
     scale32, rounding, per_channel, axis (default last), input_unsigned, output_unsigned,
-    out_min/out_max (fused clamp, interpreted output domain; default the output type range)."""
+    out_min/out_max (fused clamp, interpreted output domain; default the output type range),
+    odd_ties (rounding half_even only; list of 0/1 like the multiplier, default the parity of output_zp): the
+    ties of the scaled value go to its odd neighbour where 1, so that the value after an odd zero point -- the
+    output zero point, or one a later step adds -- is the even one."""
 
     name = "RESCALE"
     inplace = True
@@ -93,9 +96,18 @@ class Rescale(Primitive):
         mmax = (1 << 31) - 1 if p["scale32"] else (1 << 15) - 1
         require(bool(np.all((m >= -mmax - 1) & (m <= mmax))), "RESCALE: multiplier outside its type")
         require(bool(np.all((s >= -128) & (s <= 127))), "RESCALE: shift outside int8")
+        odd = self.odd_ties(io)
+        require("odd_ties" not in a or (p["rounding"] is Rounding.HALF_EVEN and odd.size in (1, channels)
+                                        and bool(np.all((odd == 0) | (odd == 1)))),
+                f"RESCALE: odd_ties needs rounding half_even and one 0/1 value per channel, got {a.get('odd_ties')}")
         require(p["lo"] <= p["hi"], f"RESCALE: empty output clamp [{p['lo']}, {p['hi']}]")
         if np.any(m < 0) or np.any((s < 2) | (s > 62)):
             raise Unpredictable("RESCALE: multiplier must be >= 0 and shift in [2, 62] (TOSA REQUIRE)")
+
+    @staticmethod
+    def odd_ties(io: StepIO) -> np.ndarray:
+        a = io.attrs
+        return np.asarray(a.get("odd_ties", [a["output_zp"] % 2]), np.int64).reshape(-1)
 
     def _apply(self, io: StepIO, v: np.ndarray, channel_axis: int | None) -> np.ndarray:
         a, p = io.attrs, self.params(io)
@@ -107,8 +119,13 @@ class Rescale(Primitive):
             m, s = m.reshape(view), s.reshape(view)
         else:  # one scale: scalars keep the value's shape (rank 0 included)
             m, s = m.reshape(-1)[0], s.reshape(-1)[0]
+        odd = self.odd_ties(io)
+        if p["per_channel"] and channel_axis is not None:
+            odd = odd.reshape(view) if odd.size > 1 else odd[0]
+        else:
+            odd = odd[0]
         if p["scale32"]:
-            r = apply_scale_32(v, m, s, p["rounding"])
+            r = apply_scale_32(v, m, s, p["rounding"], odd_ties=odd)
         else:
             r = apply_scale_16(v, m, s)
         r = r + a["output_zp"]
@@ -148,8 +165,12 @@ class Rescale(Primitive):
         if not self.params(io)["per_channel"]:
             return {}
         mtype = np.int32 if self.params(io)["scale32"] else np.int16
-        return {"multiplier": np.asarray(io.attrs["multiplier"], mtype),
-                "shift": np.asarray(io.attrs["shift"], np.int8)}
+        consts = {"multiplier": np.asarray(io.attrs["multiplier"], mtype),
+                  "shift": np.asarray(io.attrs["shift"], np.int8)}
+        odd = self.odd_ties(io)
+        if len(set(odd.tolist())) > 1:
+            consts["odd_ties"] = odd.astype(np.int8)
+        return consts
 
     def template_context(self, io: StepIO) -> dict:
         p = self.params(io)
@@ -158,8 +179,11 @@ class Rescale(Primitive):
         outer = int(np.prod(shape[:axis], dtype=np.int64))
         channels = shape[axis] if p["per_channel"] else 1
         inner = int(np.prod(shape[axis + 1:], dtype=np.int64)) if p["per_channel"] else 1
+        odd = self.odd_ties(io)
+        half_even = ("qc_scale32_half_parity" if len(set(odd.tolist())) > 1 else
+                     "qc_scale32_half_odd" if odd[0] else "qc_scale32_half_even")
         func = {Rounding.SINGLE: "qc_scale32_single", Rounding.INEXACT: "qc_scale32_single",
-                Rounding.DOUBLE: "qc_scale32_double", Rounding.HALF_EVEN: "qc_scale32_half_even"}
+                Rounding.DOUBLE: "qc_scale32_double", Rounding.HALF_EVEN: half_even}
         fn = func[p["rounding"]] if p["scale32"] else "qc_scale16"
         if fn == "qc_scale32_double" and min(int(s) for s in io.attrs["shift"]) > 31:
             fn = "qc_scale32_double_gt31"  # the same function without the branch on the shift

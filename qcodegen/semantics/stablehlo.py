@@ -23,7 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..ir.dtypes import DType
-from ..ir.quant import QuantType
+from ..ir.quant import QuantType, same_type
 
 F32 = np.float32
 FloatFn = Callable[..., np.ndarray]
@@ -71,14 +71,6 @@ def quantize(x: np.ndarray, q: QuantType, axis: int | None = None) -> np.ndarray
         return to_storage(np.rint(v), q.storage)
 
 
-def same_type(a: QuantType, b: QuantType) -> bool:
-    """MLIR quantized type equality (storage, range, granularity, scales and zero points)."""
-    return (a.storage == b.storage and a.kind == b.kind and a.axis == b.axis and a.block_sizes == b.block_sizes
-            and (a.storage_min, a.storage_max) == (b.storage_min, b.storage_max)
-            and a.scales.shape == b.scales.shape and bool(np.all(a.scales == b.scales))
-            and bool(np.all(a.zero_points == b.zero_points)))
-
-
 def requantize(q_values: np.ndarray, q_in: QuantType, q_out: QuantType, axis: int | None = None) -> np.ndarray:
     """q_in storage -> q_out storage (int64), the interpreter's merged requantization (per-axis parameters along
     `axis` of the values, default the types' axis)."""
@@ -88,16 +80,26 @@ def requantize(q_values: np.ndarray, q_in: QuantType, q_out: QuantType, axis: in
     rank = q_values.ndim
     per_axis = q_out if q_out.kind == "per_axis" else q_in
     channels = per_axis.scales.size
-    s_in, s_out = (np.broadcast_to(q.scales, (channels,)) for q in (q_in, q_out))
-    z_in, z_out = (np.broadcast_to(q.zero_points, (channels,)).astype(np.float64) for q in (q_in, q_out))
-    merged = s_in / s_out
-    merged_zp = z_out - z_in * merged
-    v = q_values.astype(F32) * _channel_view(merged.astype(F32), per_axis, rank, axis)
+    merged_zp = merged_offset(q_in, q_out, channels)
+    v = q_values.astype(F32) * _channel_view(merged_scale(q_in, q_out, channels).astype(F32), per_axis, rank, axis)
     if np.any(merged_zp != 0):
         v = v + _channel_view(merged_zp.astype(F32), per_axis, rank, axis)
     if q_out.storage.bits < 32:
         v = np.minimum(np.maximum(v, F32(q_out.storage_min)), F32(q_out.storage_max))
     return to_storage(np.rint(v), q_out.storage)
+
+
+def merged_scale(q_in: QuantType, q_out: QuantType, channels: int) -> np.ndarray:
+    """The requantization's multiplier per channel, f32(s_in / s_out) with the ratio in double (float64 values)."""
+    s_in, s_out = (np.broadcast_to(q.scales, (channels,)) for q in (q_in, q_out))
+    return (s_in / s_out).astype(F32).astype(np.float64)
+
+
+def merged_offset(q_in: QuantType, q_out: QuantType, channels: int) -> np.ndarray:
+    """The requantization's offset per channel, f32(zp_out - zp_in * s_in / s_out) computed in double."""
+    s_in, s_out = (np.broadcast_to(q.scales, (channels,)) for q in (q_in, q_out))
+    z_in, z_out = (np.broadcast_to(q.zero_points, (channels,)).astype(np.float64) for q in (q_in, q_out))
+    return (z_out - z_in * (s_in / s_out)).astype(F32).astype(np.float64)
 
 
 def _upcast(fn: Callable[[np.ndarray], np.ndarray]) -> FloatFn:
@@ -173,3 +175,119 @@ def binary_table(fn: FloatFn, q_a: QuantType, q_b: QuantType, q_out: QuantType) 
     b = dequantize(storage_grid(q_b.storage), q_b)[None, :]
     with np.errstate(all="ignore"):
         return quantize(fn(a, b), q_out).reshape(-1)
+
+
+def f32_scales(q: QuantType) -> QuantType:
+    """q with its scales rounded to float32: the values the interpreter's arithmetic uses (f32(scale))."""
+    return QuantType(q.storage, q.scales.astype(F32).astype(np.float64), q.zero_points, axis=q.axis,
+                     block_sizes=q.block_sizes, storage_min=q.storage_min, storage_max=q.storage_max)
+
+
+def _fraction(scale: float) -> tuple[int, int]:
+    """f32(scale) as an exact fraction (numerator, power-of-two denominator)."""
+    return float(F32(scale)).as_integer_ratio()
+
+
+def round_exact(num: np.ndarray, den: int, q: QuantType) -> np.ndarray:
+    """storage of round_half_even(num / den) + zp, clamped (num: integer object array, den > 0): the exactly rounded
+    quantization of a rational value."""
+    floor = num // den
+    twice = 2 * (num - floor * den)
+    up = (twice > den) | ((twice == den) & (floor % 2 == 1))
+    return np.clip((floor + up).astype(np.int64) + q.zero_point, q.storage_min, q.storage_max)
+
+
+EXACT_BINARY = ("add", "subtract", "multiply")
+
+
+def exact_binary(kind: str, a: np.ndarray, b: np.ndarray, q_a: QuantType, q_b: QuantType, q_out: QuantType
+                 ) -> np.ndarray:
+    """The definition of add / subtract / multiply (per tensor) evaluated exactly -- real dequantized values with the
+    f32 scales, the exact sum / difference / product, rounded once half to even -- for storage values a, b
+    (broadcast). Where it differs from `binary_table`'s f32 evaluation, the f32 rounding errors straddle a rounding
+    boundary (an "f32 tie")."""
+    (na, da), (nb, db), (ny, dy) = (_fraction(q.scale) for q in (q_a, q_b, q_out))
+    x = (np.asarray(a, np.int64) - q_a.zero_point).astype(object)
+    z = (np.asarray(b, np.int64) - q_b.zero_point).astype(object)
+    if kind == "multiply":
+        return round_exact(x * z * (na * nb * dy), da * db * ny, q_out)
+    sign = -1 if kind == "subtract" else 1
+    common = max(da, db)  # powers of two
+    return round_exact((x * (na * (common // da)) + sign * z * (nb * (common // db))) * dy, common * ny, q_out)
+
+
+# ---------------------------------------------------------------- the exactly rounded definition (float64)
+# The same formulas with real arithmetic in place of float32 operations: dequantized values exact in float64,
+# the ops in float64, one rounding at each quantize. Where it and the float32 evaluation differ, the float32
+# rounding errors straddle a rounding boundary (an "f32 tie"). A float64 value within TIE_RTOL (relative) of
+# k + 1/2 is taken as an exact tie, rounded half to even.
+
+TIE_RTOL = 2.0 ** -40
+
+
+def round_ties(v: np.ndarray) -> np.ndarray:
+    """Half to even, treating float64 values within TIE_RTOL of k + 1/2 as exact ties."""
+    v = np.asarray(v, np.float64)
+    with np.errstate(invalid="ignore"):
+        low = np.floor(v)
+        tie = np.abs(v - low - 0.5) <= TIE_RTOL * np.maximum(1.0, np.abs(v))
+        return np.where(tie, low + (np.fmod(low, 2) != 0), np.rint(v))
+
+
+def dequantize_exact(q_values: np.ndarray, q: QuantType, axis: int | None = None) -> np.ndarray:
+    """(q - zp) * f32(scale) in float64 (exact for storage of up to 29 bits)."""
+    q_values = np.asarray(q_values, np.int64)
+    zp = _channel_view(q.zero_points, q, q_values.ndim, axis)
+    scales = _channel_view(q.scales.astype(F32).astype(np.float64), q, q_values.ndim, axis)
+    return (q_values - zp).astype(np.float64) * scales
+
+
+def quantize_exact(x: np.ndarray, q: QuantType, axis: int | None = None) -> np.ndarray:
+    """Real (float64) values -> storage integers of q, rounded once half to even (ties: round_ties)."""
+    x = np.asarray(x, np.float64)
+    with np.errstate(all="ignore"):
+        v = x / _channel_view(q.scales.astype(F32).astype(np.float64), q, x.ndim, axis)
+        v = v + _channel_view(q.zero_points.astype(np.float64), q, x.ndim, axis)
+        return to_storage(np.clip(round_ties(v), q.storage_min, q.storage_max), q.storage)
+
+
+def requantize_exact(q_values: np.ndarray, q_in: QuantType, q_out: QuantType, axis: int | None = None
+                     ) -> np.ndarray:
+    """The merged requantization with its float32 constants, evaluated in float64 and rounded once."""
+    q_values = np.asarray(q_values, np.int64)
+    if same_type(q_in, q_out):
+        return q_values
+    rank = q_values.ndim
+    per_axis = q_out if q_out.kind == "per_axis" else q_in
+    channels = per_axis.scales.size
+    v = (q_values.astype(np.float64) * _channel_view(merged_scale(q_in, q_out, channels), per_axis, rank, axis)
+         + _channel_view(merged_offset(q_in, q_out, channels), per_axis, rank, axis))
+    return to_storage(np.clip(round_ties(v), q_out.storage_min, q_out.storage_max), q_out.storage)
+
+
+def _logistic64(x: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+def _round_afz64(x: np.ndarray) -> np.ndarray:
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
+def _sign64(x: np.ndarray) -> np.ndarray:
+    return np.where(np.isnan(x) | (x == 0), x, np.sign(x))
+
+
+# the element-wise ops of UNARY / BINARY in float64
+UNARY_EXACT: dict[str, FloatFn] = {
+    "abs": np.abs, "negate": np.negative, "ceil": np.ceil, "floor": np.floor, "sign": _sign64,
+    "round_nearest_afz": _round_afz64, "round_nearest_even": np.rint, "sqrt": np.sqrt, "rsqrt": _rsqrt,
+    "cbrt": np.cbrt, "exponential": np.exp, "exponential_minus_one": np.expm1, "log": np.log,
+    "log_plus_one": np.log1p, "sine": np.sin, "cosine": np.cos, "tan": np.tan, "tanh": np.tanh,
+    "logistic": _logistic64,
+}
+BINARY_EXACT: dict[str, FloatFn] = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide, "maximum": np.maximum,
+    "minimum": np.minimum, "remainder": np.fmod, "power": np.power, "atan2": np.arctan2,
+}

@@ -105,7 +105,7 @@ def _result_type(lw: Lowerer, y: Tensor, channels: int) -> tuple[np.ndarray, int
         raise UnsupportedError(f"{lw.label}: sub-channel weights need an i8 result (or i16 / i32 without zero "
                                f"point) with one zero point, got {y.dtype} with zero points {zps.tolist()}")
     scales = np.broadcast_to(qy.scales, (channels,)) if qy.kind == "per_axis" else np.full(channels, qy.scale)
-    return scales.astype(np.float64), int(zps[0])
+    return scales.astype(np.float32).astype(np.float64), int(zps[0])
 
 
 def block_conv(lw: Lowerer, x: str, w: str, w_scales: np.ndarray, win: SourceWindow, ql: QuantType, q_w: QuantType,
@@ -117,7 +117,8 @@ def block_conv(lw: Lowerer, x: str, w: str, w_scales: np.ndarray, win: SourceWin
     weights = lw.schedule.buffers[w].data
     o, i = weights.shape[0], weights.shape[-1]
     size = math.gcd(*[stop - start for start, stop in segments(lw, w_scales)])
-    units = ql.scale * w_scales.reshape(o, -1, i)[:, 0, ::size].T.astype(np.float64)  # [B, O]
+    units = float(np.float32(ql.scale)) * w_scales.reshape(o, -1, i)[:, 0, ::size].T.astype(np.float32).astype(
+        np.float64)  # [B, O], float32 scales as the interpreter's
     bounds = block_bounds(weights, wzp, ql, i // size)
     try:
         r, common, err = ratios(units, bounds)

@@ -2,10 +2,9 @@
 of the interpreter's float formulas, requantization, and data movement that folds on constants.
 
 Requantization (uniform_quantize quantized -> quantized, docs/semantics.md §12.4): storage of at most 8 bits (any
-granularity) or 16 bits (per tensor) goes through a full LOOKUP table of the interpreter's merged formula, exact by
-construction; wider storage through a RESCALE rounding half to even with a full-precision multiplier, which equals
-the float definition except where the float32 evaluation lands on the other side of a rounding boundary (within a
-few float32 ulps of a tie).
+granularity) or 16 bits (per tensor) goes through a full LOOKUP table of the interpreter's merged formula; wider
+storage through RESCALE_F32_AFFINE, the same float32 formula emulated exactly with integers. Both are exact by
+construction.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import numpy as np
 
 from ...errors import UnsupportedError
 from ...fixedpoint import Rounding, scale_to_multiplier_shift
-from ...ir.dtypes import DType, dtype
+from ...ir.dtypes import DType
 from ...ir.graph import Op, Tensor
 from ...ir.quant import QuantType
 from ...ir.schedule import CONST
@@ -140,13 +139,14 @@ def _channel_axis(*quants: QuantType) -> int | None:
 
 def rescale_i32(lw: Lowerer, src: str, q_src: QuantType, dst: str, q_dst: QuantType, axis: int | None) -> None:
     """dst = round_half_even((src - zp_src) * s_src / s_dst) + zp_dst, clamped to q_dst's storage range; src an
-    i32 buffer, per-channel along `axis` when either type is per axis. TOSA RESCALE allows zero points only on
-    8-bit data and unsigned types only with 8/16-bit inputs, so other cases go through i32 (zero points added
-    with ADD) and a CAST."""
+    i32 buffer, per-channel along `axis` when either type is per axis. q_src's scales are the exact real units of
+    src (the caller's float32 scales or their products); q_dst is a graph type, its scales taken as float32 as the
+    interpreter does. TOSA RESCALE allows zero points only on 8-bit data and unsigned types only with 8/16-bit
+    inputs, so other cases go through i32 (zero points added with ADD) and a CAST."""
     buf = lw.schedule.buffers[src]
     channels = buf.shape[axis] if axis is not None else 1
     s_src = np.broadcast_to(q_src.scales, (channels,))
-    s_dst = np.broadcast_to(q_dst.scales, (channels,))
+    s_dst = np.broadcast_to(sem.f32_scales(q_dst).scales, (channels,))
     z_src = np.broadcast_to(q_src.zero_points, (channels,))
     z_dst = np.broadcast_to(q_dst.zero_points, (channels,))
     scale = s_src / s_dst if axis is not None else float(s_src[0] / s_dst[0])
@@ -159,13 +159,13 @@ def rescale_i32(lw: Lowerer, src: str, q_src: QuantType, dst: str, q_dst: QuantT
         return
     wide = lw.temp(f"{dst}_i32", buf.shape, "i32")
     lo, hi = q_dst.storage_min - int(z_dst.min()), q_dst.storage_max - int(z_dst.max())
-    _rescale(lw, src, wide, scale, 0, lo, hi, axis)
+    _rescale(lw, src, wide, scale, 0, lo, hi, axis, odd_ties=[int(z) % 2 for z in z_dst])
     shifted = add_channels(lw, wide, z_dst, axis)
     lw.emit("CAST", [shifted], [dst])
 
 
 def _rescale(lw: Lowerer, src: str, dst: str, scale: float | np.ndarray, out_zp: int, lo: int, hi: int,
-             axis: int | None) -> None:
+             axis: int | None, **extra: Any) -> None:
     """RESCALE (half to even) of an i32 buffer. A scale >= 0.5 (shift <= 31) makes TOSA require |v| < 2^(shift-1);
     larger values then lie far outside an output range narrower than i32 and are CLAMPed first, which changes no
     result."""
@@ -181,7 +181,7 @@ def _rescale(lw: Lowerer, src: str, dst: str, scale: float | np.ndarray, out_zp:
         lw.emit("CLAMP", [src], [tmp], min_val=-limit, max_val=limit - 1)
         src = tmp
     lw.rescale(src, dst, scale, output_zp=out_zp, axis=-1 if axis is None else axis, rounding=Rounding.HALF_EVEN,
-               out_min=lo, out_max=hi)
+               out_min=lo, out_max=hi, **extra)
 
 
 def add_channels(lw: Lowerer, src: str, values: np.ndarray, axis: int | None) -> str:
@@ -202,8 +202,9 @@ def add_channels(lw: Lowerer, src: str, values: np.ndarray, axis: int | None) ->
     return tmp
 
 
-def requantize(lw: Lowerer, src: str, q_src: QuantType, dst: str, q_dst: QuantType) -> None:
-    """dst (q_dst storage) = the interpreter's requantization of src (q_src storage), same shape."""
+def requantize(lw: Lowerer, src: str, q_src: QuantType, dst: str, q_dst: QuantType, qdq: bool = False) -> None:
+    """dst (q_dst storage) = the interpreter's requantization of src (q_src storage), same shape; with `qdq` (a
+    requantization the QDQ folding made) quantize(dequantize(src)) for tabulated storage."""
     if sem.same_type(q_src, q_dst):
         copy(lw, src, dst)
         return
@@ -212,23 +213,29 @@ def requantize(lw: Lowerer, src: str, q_src: QuantType, dst: str, q_dst: QuantTy
     entries = 1 << q_src.storage.bits if q_src.storage.bits <= 16 else 0
     if entries and (entries <= 256 or axis is None):
         grid = sem.storage_grid(q_src.storage)
+        formula = _dequantize_quantize if qdq else sem.requantize
         if axis is None:
-            table = sem.requantize(grid, q_src, q_dst)
+            table = formula(grid, q_src, q_dst)
         else:
             channels = buf.shape[axis]
-            table = sem.requantize(np.broadcast_to(grid, (channels, grid.size)), q_src, q_dst, axis=0)
+            table = formula(np.broadcast_to(grid, (channels, grid.size)), q_src, q_dst, axis=0)
         lookup(lw, [src], table, dst, q_dst.storage, axis)
         return
-    if q_src.storage.name != "i32":
+    if q_src.storage.name not in ("i8", "i16", "i32"):
         wide = lw.temp(f"{src}_i32", buf.shape, "i32")
         lw.emit("CAST", [src], [wide])
         src = wide
-    rescale_i32(lw, src, q_src, dst, q_dst, axis)
+    channels = buf.shape[axis] if axis is not None else 1
+    out = q_dst.storage
+    lo, hi = (q_dst.storage_min, q_dst.storage_max) if out.bits < 32 else (out.min, out.max)
+    lw.emit("RESCALE_F32_AFFINE", [src], [dst], scale=sem.merged_scale(q_src, q_dst, channels).tolist(),
+            offset=sem.merged_offset(q_src, q_dst, channels).tolist(), axis=-1 if axis is None else axis,
+            out_min=lo, out_max=hi)
 
 
-def i32_type(q: QuantType) -> QuantType:
-    """q with i32 storage (the interpreter's intermediate type of quantized add)."""
-    return QuantType(dtype("i32"), q.scales, q.zero_points, axis=q.axis, block_sizes=q.block_sizes)
+def _dequantize_quantize(values: np.ndarray, q_src: QuantType, q_dst: QuantType, axis: int | None = None
+                         ) -> np.ndarray:
+    return sem.quantize(sem.dequantize(values, q_src, axis), q_dst, axis)
 
 
 def as_type(lw: Lowerer, t: Tensor, q: QuantType, base: str) -> str:

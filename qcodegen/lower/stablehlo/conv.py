@@ -38,6 +38,7 @@ import numpy as np
 from ...errors import UnsupportedError
 from ...ir.graph import Op, Tensor
 from ...ir.quant import QuantType
+from ...semantics import stablehlo as sem
 from ...semantics.window import SourceWindow, window
 from ..base import Lowerer, rule
 from ..common import crop_input, expect_shape
@@ -182,7 +183,7 @@ class _Conv:
 
 def _rescale_acc(lw: Lowerer, acc: str, scales: np.ndarray, y: Tensor, dst: str) -> None:
     """acc (i32, channels last, real value = acc * scales[channel]) -> y's quantization into dst."""
-    qy = y.quant
+    qy = sem.f32_scales(y.quant)
     channels = lw.schedule.buffers[acc].shape[-1]
     y_scales = np.broadcast_to(qy.scales, (channels,)) if qy.kind == "per_axis" else np.full(channels, qy.scale)
     acc_scales = np.broadcast_to(scales, (channels,))
@@ -210,15 +211,16 @@ def _finish(lw: Lowerer, acc: str, scales: np.ndarray, y: Tensor, perm: list[int
 
 
 def _weights(lw: Lowerer, rhs: Tensor, lhs: Tensor) -> tuple[int, np.ndarray]:
-    """The weight zero point and per-channel (or scalar) s_lhs * s_rhs."""
-    q = rhs.quant
+    """The weight zero point and per-channel (or scalar) s_lhs * s_rhs (float32 scales, exact products)."""
+    q = sem.f32_scales(rhs.quant)
+    s_lhs = float(np.float32(lhs.quant.scale))
     if lhs.dtype.name != "i8" or rhs.dtype.name not in ("i8", "i4"):
         raise UnsupportedError(f"{lw.label}: {lhs.dtype} x {rhs.dtype} operands (i8 x i8 or i8 x i4 only)")
     if q.kind == "per_axis":
-        return weight_zero_point(lw, q), lhs.quant.scale * q.scales
+        return weight_zero_point(lw, q), s_lhs * q.scales
     if q.kind == "sub_channel":  # per-block scales: see _blockwise
-        return weight_zero_point(lw, q), np.float64(lhs.quant.scale)
-    return q.zero_point, np.float64(lhs.quant.scale * q.scale)
+        return weight_zero_point(lw, q), np.float64(s_lhs)
+    return q.zero_point, np.float64(s_lhs * q.scale)
 
 
 @rule("stablehlo.convolution")

@@ -182,10 +182,11 @@ _REDUCERS = {"stablehlo.maximum": ("REDUCE_MAX", "MAXIMUM"), "stablehlo.minimum"
 
 
 def _sum_scale(lw: Lowerer, qx: QuantType, body: str, terms: int) -> float:
-    """The scale of the int32 sum of q - zp: x's scale, or m * s_acc for a wide accumulator (module docstring)."""
+    """The scale of the int32 sum of q - zp: x's scale, or m * s_acc for a wide accumulator (module docstring);
+    float32 scales, as the interpreter."""
     acc = lw.attr("accumulator", None)
     if acc is None:
-        return qx.scale
+        return float(np.float32(qx.scale))
     if body != "stablehlo.add" or acc.kind != "per_tensor" or acc.storage.name != "i32" or qx.storage.bits > 16:
         raise UnsupportedError(f"{lw.label}: a wide accumulation needs an add body, an 8/16-bit operand and a "
                                "per-tensor i32 accumulator type")
@@ -198,7 +199,7 @@ def _sum_scale(lw: Lowerer, qx: QuantType, body: str, terms: int) -> float:
     if (m != 1 or acc.zero_point) and bound + abs(acc.zero_point) > acc.storage.max:  # else the range analysis
         raise PlanError(f"{lw.label}: {terms} terms can overflow the declared i32 accumulator type "
                         f"(|sum| up to {bound}, scale {acc.scale:g})")
-    return acc.scale * m
+    return float(np.float32(acc.scale)) * m
 
 
 @rule("stablehlo.reduce")

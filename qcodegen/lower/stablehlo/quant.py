@@ -3,8 +3,9 @@ quant.qcast / quant.dcast / quant.scast.
 
 float -> quantized and quantized -> float are the model boundary: QUANTIZE / DEQUANTIZE (float C, the
 interpreter's f32 formulas, docs/semantics.md §7.2; per tensor, per axis or sub-channel with per-block scales).
-quantized -> quantized is a requantization (stablehlo_common.requantize:
-a lookup table of the interpreter's formula for <= 16-bit storage, a RESCALE half to even for i32). Storage <->
+quantized -> quantized is a requantization (common.requantize: a lookup table of the interpreter's merged formula
+for <= 16-bit storage -- of dequantize -> quantize for the requantizations QDQ folding made (attrs["from_qdq"]) --
+and RESCALE_F32_AFFINE, the merged formula emulated exactly, for wider storage). Storage <->
 quantized casts move the stored integers unchanged."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def lower_uniform_quantize(lw: Lowerer, op: Op) -> None:
     if x.quant is None:
         RULES["quantize"](lw, op, nan_value=0)  # the StableHLO interpreter quantizes NaN to storage value 0
     else:
-        requantize(lw, x.name, x.quant, y.name, y.quant)
+        requantize(lw, x.name, x.quant, y.name, y.quant, qdq=bool(lw.attr("from_qdq", False)))
 
 
 @rule("stablehlo.uniform_dequantize", "quant.dcast")
