@@ -160,4 +160,69 @@ QC_INLINE int32_t qc_tflm_reciprocal(int32_t x, int integer_digits, int *bits_ov
   return qc_one_over_one_plus_x_q0((int32_t)shifted);
 }
 
+/* ---- float32 requantization emulated in integers (RESCALE_F32; docs/semantics.md "RESCALE_F32") ---- */
+
+/* Number of significant bits of x > 0. */
+QC_INLINE int qc_bitlen64(uint64_t x) {
+#if defined(__GNUC__) || defined(__clang__)
+  return 64 - __builtin_clzll(x);
+#else
+  int n = 0;
+  if (x >> 32) { x >>= 32; n += 32; }
+  if (x >> 16) { x >>= 16; n += 16; }
+  if (x >> 8) { x >>= 8; n += 8; }
+  if (x >> 4) { x >>= 4; n += 4; }
+  if (x >> 2) { x >>= 2; n += 2; }
+  return n + (int)(x >> 1) + 1;
+#endif
+}
+
+/* x / 2^s rounded to nearest, ties to even, for 1 <= s <= 63 (unsigned: no sign conventions involved). */
+QC_INLINE uint64_t qc_rne_shr64(uint64_t x, int s) {
+  const uint64_t q = x >> s;
+  const uint64_t rem = x & ((((uint64_t)1) << s) - 1u);
+  const uint64_t half = ((uint64_t)1) << (s - 1);
+  return q + (uint64_t)(rem > half || (rem == half && (q & 1u)));
+}
+
+/* round_half_even(f32(f32(v) * s)) for the float32 scale s = m * 2^-k (0 <= m < 2^24), exactly as IEEE binary32
+ * arithmetic in round-to-nearest-even mode computes it, saturated to [-2^40, 2^40] (callers clamp to their output
+ * range). Proof of exactness, step by step (magnitudes; every rounding here is symmetric in the sign):
+ *  1. f32(v): an integer of n significant bits is a float32 exactly when n <= 24; otherwise the conversion keeps
+ *     the 24 leading bits, rounding the n - 24 dropped ones half to even. So a * 2^e == f32(|v|) exactly, with
+ *     a <= 2^24 (a carry may reach 2^24, still exact). |v| <= 2^31, so n - 24 <= 8.
+ *  2. The product f32(|v|) * s is a * m * 2^(e - k), a * m < 2^48 exact in uint64. The binary32 multiplication
+ *     rounds it to 24 significant bits, half to even -- the same dropping of low bits as in step 1 -- when the
+ *     result is a normal number. Results below 2^-126 (where binary32 rounds at 2^-149 instead) and results
+ *     whose rounding makes them subnormal are below 1/2 either way and become 0 in step 3, as they would in float.
+ *     A result above the binary32 range (infinity in float) saturates here, as it saturates after clamping there.
+ *  3. p * 2^e with p <= 2^24: e >= 0 is an integer (saturated beyond 2^40); e < -25 is below 2^24 / 2^26 = 1/4,
+ *     i.e. 0; otherwise p / 2^-e rounded half to even, what cvtps2dq / vcvtnq / nearbyintf do in that mode. */
+QC_INLINE int64_t qc_scale_f32(int32_t v, int32_t m, int k) {
+  const uint32_t mag = v < 0 ? (uint32_t)0 - (uint32_t)v : (uint32_t)v;
+  uint64_t p;
+  int e = -k;
+  int n;
+  if (mag == 0 || m == 0) return 0;
+  p = mag;
+  n = qc_bitlen64(p);
+  if (n > 24) {  /* step 1 */
+    p = qc_rne_shr64(p, n - 24);
+    e += n - 24;
+  }
+  p *= (uint64_t)(uint32_t)m;  /* step 2 */
+  n = qc_bitlen64(p);
+  if (n > 24) {
+    p = qc_rne_shr64(p, n - 24);
+    e += n - 24;
+  }
+  if (e >= 0) {  /* step 3; p <= 2^24, so p << 38 < 2^63 */
+    p = e > 38 ? ((uint64_t)1 << 40) : p << e;
+    if (p > ((uint64_t)1 << 40)) p = (uint64_t)1 << 40;
+  } else {
+    p = e < -25 ? 0 : qc_rne_shr64(p, -e);
+  }
+  return v < 0 ? -(int64_t)p : (int64_t)p;
+}
+
 #endif /* QC_RUNTIME_H */
