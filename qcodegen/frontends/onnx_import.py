@@ -59,9 +59,9 @@ class Importer:
         self.node: Node | None = None
         for v in model.inputs:
             dt = _dtype_of(v.elem)
-            if dt not in ("f32", "u8", "i8", "u16", "i16", "i32"):
+            if dt not in ("f32", "u8", "i8", "u16", "i16", "i32", "u4", "i4"):
                 raise UnsupportedError(f"{where}: graph input {v.name!r} has element type {type_name(v.elem)} "
-                                       "(supported: FLOAT, UINT8, INT8, UINT16, INT16, INT32)")
+                                       "(supported: FLOAT, UINT8, INT8, UINT16, INT16, INT32, UINT4, INT4)")
             if v.shape is None:
                 raise UnsupportedError(f"{where}: graph input {v.name!r} has no shape; qcodegen needs static "
                                        "shapes")
@@ -212,9 +212,9 @@ class Importer:
         elem = _dtype_of(self.const_types.get(name, 0)) or self._const_dtype(name, value)
         if elem != storage:
             raise self.error(f"{what} {name!r} has type {elem}, the data {storage}")
-        if value.shape != shape:
+        if value.shape != shape and not (value.size == 1 and int(np.prod(shape)) == 1):
             raise self.error(f"{what} has shape {list(value.shape)}, its scale {list(shape)}")
-        return value.astype(np.int64)
+        return value.astype(np.int64).reshape(shape)
 
     def zero_point_type(self, i: int, default: str) -> str:
         """The element type of zero-point input i (the type of the data it describes), or `default` if absent."""

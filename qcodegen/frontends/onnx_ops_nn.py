@@ -44,15 +44,6 @@ def _conv_operands(imp: Importer, x: Tensor, w: Tensor) -> tuple[int, tuple[int,
     return group, (kh, kw)
 
 
-def _weight_quant(imp: Importer, w: Tensor, q: QuantType) -> QuantType:
-    """Per-channel weight zero points must agree (onnxruntime enforces it for QLinearConv)."""
-    zps = np.unique(q.zero_points)
-    if q.kind == "per_axis" and zps.size > 1:
-        raise imp.unsupported(f"per-channel weight zero points differ ({zps[:4].tolist()}); onnxruntime rejects "
-                              "them too")
-    return q
-
-
 def _bias(imp: Importer, i: int, channels: int) -> str | None:
     name = imp.name_in(i, required=False)
     if name is None:
@@ -71,7 +62,7 @@ def qlinear_conv(imp: Importer, node: Node) -> None:
     _eight_bit(imp, w, "weights")
     group, kernel = _conv_operands(imp, x, w)
     imp.bind(x, imp.qlinear_params(1, 2, x, "x"), "input")
-    imp.bind(w, _weight_quant(imp, w, imp.qlinear_params(4, 5, w, "w", axis=0)), "weights")
+    imp.bind(w, imp.qlinear_params(4, 5, w, "w", axis=0), "weights")
     y_type = imp.zero_point_type(7, x.dtype.name)
     qy = imp.qlinear_params(6, 7, y_type, "y")
     win = window_2d(imp, x.shape[2:], kernel)
@@ -90,12 +81,10 @@ def conv_integer(imp: Importer, node: Node) -> None:
     group, kernel = _conv_operands(imp, x, w)
     x_zp = imp.integer_zero_point(2, x, 1, "x_zero_point")
     w_zp = imp.integer_zero_point(3, w, w.shape[0], "w_zero_point")
-    if len(set(w_zp)) > 1:
-        raise imp.unsupported(f"per-channel weight zero points that differ ({w_zp[:4]}) are not supported")
     win = window_2d(imp, x.shape[2:], kernel)
     y = imp.new_tensor(imp.name_out(), (x.shape[0], w.shape[0], *win.out_hw), "i32")
     imp.emit("ConvInteger", [x.name, w.name], [y.name], group=group, layout="NCHW", x_zero_point=x_zp[0],
-             w_zero_point=w_zp[0], **win.attrs())
+             w_zero_point=w_zp, **win.attrs())
 
 
 def matmul_shape(imp: Importer, a: Tensor, b: Tensor) -> tuple[int, ...]:
@@ -164,7 +153,7 @@ def qgemm(imp: Importer, node: Node) -> None:
     imp.bind(a, imp.qlinear_params(1, 2, a, "a"), "A")
     scale = imp.const_in(4, "b scale")
     axis = None if scale.size == 1 else (0 if trans_b else 1)
-    imp.bind(b, _weight_quant(imp, b, imp.qlinear_params(4, 5, b, "b", axis=axis)), "B")
+    imp.bind(b, imp.qlinear_params(4, 5, b, "b", axis=axis), "B")
     c = imp.name_in(6, required=False)
     if c is not None:
         ct = imp.tensor(c)

@@ -4,8 +4,8 @@ Every quantized computation reads a uint8 value q only as q - zero_point, or com
 type, so storing q - 128 with zero point zp - 128 in int8 changes no result; it lets the int8 primitives (whose
 input zero points TOSA allows only for int8) run uint8 models without a conversion per op. Constants are shifted
 at compile time, the integer operators' zero-point attributes and constant pad values with them. uint8 graph
-inputs and outputs keep their type: one `requantize` (a RESCALE by 1, zero points zp <-> zp - 128) converts them
-at the boundary.
+inputs and outputs keep their type: one onnx.Rebase (q <-> q - 128) converts them at the boundary. Tensors only
+QuantizeLinear / DequantizeLinear touch stay uint8.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import numpy as np
 from ..ir.graph import Graph, Op, Tensor
 from ..ir.quant import QuantType
 
+_FLOAT_BOUNDARY = ("onnx.QuantizeLinear", "onnx.DequantizeLinear")
 _ZERO_POINT_ATTRS = {"onnx.ConvInteger": ("x_zero_point", "w_zero_point"),
                      "onnx.MatMulInteger": ("a_zero_point", "b_zero_point")}
 
@@ -43,7 +44,9 @@ def _shift_attrs(op: Op, unsigned: set[str]) -> None:
 
 
 def rebase_unsigned(graph: Graph) -> None:
-    unsigned = {n for n, t in graph.tensors.items() if t.dtype.name == "u8"}
+    # the uint8 tensors an integer computation touches (QuantizeLinear / DequantizeLinear read any type)
+    unsigned = {n for op in graph.ops if op.kind not in _FLOAT_BOUNDARY for n in op.inputs + op.outputs
+                if graph.tensors[n].dtype.name == "u8"}
     if not unsigned:
         return
     for op in graph.ops:
@@ -56,21 +59,14 @@ def rebase_unsigned(graph: Graph) -> None:
         graph.tensors[name] = Tensor(name, t.shape, "i8", _shifted(t.quant), data)
     renames: dict[str, str] = {}
     head, tail = [], []
-    for name in boundary_in:
-        t = graph.tensors[name]
-        if t.quant is None:
-            t.quant = QuantType.per_tensor("u8", 1.0, 0)
-        inner = _fresh(graph, f"{name}__i8")
-        graph.tensors[inner] = Tensor(inner, t.shape, "i8", _shifted(t.quant))
-        head.append(Op("requantize", [name], [inner], name=f"{name} as int8"))
-        renames[name] = inner
-    for name in boundary_out:
+    for name in boundary_in + boundary_out:
         t = graph.tensors[name]
         inner = _fresh(graph, f"{name}__i8")
         graph.tensors[inner] = Tensor(inner, t.shape, "i8", _shifted(t.quant))
-        if t.quant is None:
-            t.quant = QuantType.per_tensor("u8", 1.0, 0)
-        tail.append(Op("requantize", [inner], [name], name=f"{name} as uint8"))
+        if name in boundary_in:
+            head.append(Op("onnx.Rebase", [name], [inner], name=f"{name} as int8"))
+        else:
+            tail.append(Op("onnx.Rebase", [inner], [name], name=f"{name} as uint8"))
         renames[name] = inner
     for op in graph.ops:
         op.inputs = [renames.get(n, n) for n in op.inputs]

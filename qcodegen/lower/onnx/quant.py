@@ -37,3 +37,13 @@ def lower_quantize_linear(lw: Lowerer, op: Op) -> None:
 def lower_dequantize_linear(lw: Lowerer, op: Op) -> None:
     x, y = lw.tensor_in(0), lw.tensor_out(0)
     lw.emit("DEQUANTIZE", [x.name], [y.name], **quant_attrs(lw.quant_in(0, per_tensor=False)))
+
+
+@rule("onnx.Rebase")
+def lower_rebase(lw: Lowerer, op: Op) -> None:
+    """uint8 <-> int8 storage of the same values (qcodegen/frontends/onnx_unsigned.py): q - 128 or q + 128, a
+    RESCALE by 1 (multiplier 2^30, shift 30: exact) with zero points 128 on the uint8 side."""
+    x, y = lw.tensor_in(0), lw.tensor_out(0)
+    unsigned_in = x.dtype.name == "u8"
+    lw.emit("RESCALE", [x.name], [y.name], multiplier=[1 << 30], shift=[30], input_zp=128 if unsigned_in else 0,
+            output_zp=0 if unsigned_in else 128, scale32=True, rounding="single_round", per_channel=False)
