@@ -225,4 +225,71 @@ QC_INLINE int64_t qc_scale_f32(int32_t v, int32_t m, int k) {
   return v < 0 ? -(int64_t)p : (int64_t)p;
 }
 
+/* A non-negative float32 value m * 2^e held exactly, m in [2^23, 2^24) (or 0 for zero): SOFTMAX_F32 emulates
+ * onnxruntime's float32 softmax with these, each operation rounded as binary32 rounds it (round to nearest even;
+ * subnormal results, which only ever become 0 after the final rounding, are kept with 24 bits instead). */
+typedef struct {
+  uint64_t m;
+  int e;
+} qc_f32v;
+
+/* m * 2^e (m < 2^63) rounded to 24 significant bits, half to even; m's lowest bit may be a jammed sticky bit. */
+QC_INLINE qc_f32v qc_f32_round(uint64_t m, int e) {
+  qc_f32v r;
+  int n;
+  if (m == 0) {
+    r.m = 0;
+    r.e = 0;
+    return r;
+  }
+  n = qc_bitlen64(m);
+  if (n > 24) {
+    m = qc_rne_shr64(m, n - 24);
+    e += n - 24;
+    if (m >> 24) {  /* the rounding carried to 2^24 */
+      m >>= 1;
+      e += 1;
+    }
+  } else {
+    m <<= 24 - n;
+    e -= 24 - n;
+  }
+  r.m = m;
+  r.e = e;
+  return r;
+}
+
+/* a + b, exact sum rounded once. With a.e >= b.e + 27, b < 2^(a.e - 3) is below half an ulp of a (>= 2^(a.e - 1)). */
+QC_INLINE qc_f32v qc_f32_add(qc_f32v a, qc_f32v b) {
+  if (a.m == 0) return b;
+  if (b.m == 0) return a;
+  if (a.e < b.e) {
+    const qc_f32v t = a;
+    a = b;
+    b = t;
+  }
+  if (a.e - b.e > 26) return a;
+  return qc_f32_round((a.m << (a.e - b.e)) + b.m, b.e);  /* < 2^51 */
+}
+
+/* a * b: the 48-bit product rounded once. */
+QC_INLINE qc_f32v qc_f32_mul(qc_f32v a, qc_f32v b) {
+  return qc_f32_round(a.m * b.m, a.e + b.e);
+}
+
+/* a / b (b > 0): a quotient of at least 39 bits and the remainder jammed into its lowest bit, so the rounding to 24
+ * bits (15 or more bits above it) sees the exact quotient's side of every midpoint. */
+QC_INLINE qc_f32v qc_f32_div(qc_f32v a, qc_f32v b) {
+  const uint64_t num = a.m << 40;
+  const uint64_t q = num / b.m;
+  return qc_f32_round(q | (uint64_t)(num - q * b.m != 0), a.e - b.e - 40);
+}
+
+/* round_half_even(v) as an integer, saturated at 2^40. */
+QC_INLINE int64_t qc_f32_rint(qc_f32v v) {
+  if (v.m == 0 || v.e < -26) return 0;  /* v < 2^24 * 2^-27 < 1/2 */
+  if (v.e >= 0) return v.e > 16 ? ((int64_t)1 << 40) : (int64_t)(v.m << v.e);
+  return (int64_t)qc_rne_shr64(v.m, -v.e);
+}
+
 #endif /* QC_RUNTIME_H */

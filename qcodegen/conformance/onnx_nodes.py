@@ -50,13 +50,23 @@ class Outcome:
     onnxruntime_agrees: bool | None = None  # mismatches: whether onnxruntime computes what the C computes
 
 
-def cases() -> list[Case]:
-    """Every node test whose graph uses one of OPS, from the installed onnx package (one per data set)."""
-    from onnx.backend.test.case.node import collect_testcases
+def _node_tests() -> list[Any]:
+    """The registered node tests of the modules of OPS (importing a module of onnx.backend.test.case.node runs its
+    exporters, which register its tests; importing all of them, as collect_testcases does, takes seconds)."""
+    import importlib
+
+    from onnx.backend.test.case import node
 
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        found = collect_testcases(None)
+        for op in OPS:
+            importlib.import_module(f"{node.__name__}.{op.lower()}")
+    return list(node._NodeTestCases)
+
+
+def cases() -> list[Case]:
+    """Every node test whose graph uses one of OPS, from the installed onnx package (one per data set)."""
+    found = _node_tests()
     out = []
     for tc in found:
         ops = [n.op_type for n in tc.model.graph.node]

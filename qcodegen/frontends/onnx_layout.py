@@ -177,10 +177,9 @@ class _Layout:
     def softmax(self, op: Op) -> str:
         x = op.inputs[0]
         axis, opset = op.attrs["axis"], op.attrs["opset"]
-        if self._rank4_nhwc(x) and (opset >= 13 or axis <= 1):
+        if self._rank4_nhwc(x) and opset >= 13:  # before 13 a row spans several axes, summed in NCHW order
             op.inputs = [self.get(x, NHWC)]
-            if opset >= 13:  # one axis; before 13 the rows are all axes from `axis` on, in any order
-                op.attrs["axis"] = PHYSICAL_AXIS[axis]
+            op.attrs["axis"] = PHYSICAL_AXIS[axis]
             return NHWC
         return self.logical(op)
 

@@ -51,6 +51,8 @@ def rebase_unsigned(graph: Graph) -> None:
         return
     for op in graph.ops:
         _shift_attrs(op, unsigned)
+        if op.kind == "onnx.QLinearSoftmax":  # its output rounding depends on the type (docs/onnx.md)
+            op.attrs["unsigned"] = op.outputs[0] in unsigned
     boundary_in = [n for n in graph.inputs if n in unsigned]
     boundary_out = [n for n in graph.outputs if n in unsigned and n not in graph.inputs]
     for name in unsigned - set(boundary_in) - set(boundary_out):

@@ -9,6 +9,7 @@ uses _mm256_fmadd_ps) are rounded once, exactly (f32_fma).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -124,3 +125,18 @@ def mul_table(qa: QuantType, qb: QuantType, qc: QuantType) -> np.ndarray:
     p = (storage_grid(qa) - qa.zero_point)[:, None] * (storage_grid(qb) - qb.zero_point)[None, :]
     v = (f32_product(p.astype(F32), ratio) + F32(qc.zero_point)).astype(F32)
     return _saturate(v, qc).reshape(-1)
+
+
+def softmax_table(x_scale: float, reduce_len: int) -> np.ndarray:
+    """QLinearSoftmax's table (qlinear_softmax.cc, float results): with bit_shift = max(0, log(FLT_MAX / D) - 5)
+    / x_scale (the quotient in float32, the rest in double), entry i = float32(exp((i - 255 + bit_shift) *
+    x_scale)) in double: exp(s * (x - max)) scaled up so that the sum of D entries stays below FLT_MAX."""
+    scale = float(F32(x_scale))
+    ratio = float(f32_quotient(np.finfo(F32).max, F32(reduce_len)))
+    bit_shift = max(0.0, math.log(ratio) - 5.0) / scale
+    return np.array([math.exp((i - 255 + bit_shift) * scale) for i in range(256)], np.float64).astype(F32)
+
+
+def softmax_output_scale(y_scale: float) -> np.float32:
+    """floor(1.0f / y_scale) in float32: QLinearSoftmax multiplies by it, then divides by the sum."""
+    return F32(np.floor(f32_quotient(F32(1.0), y_scale)))
