@@ -15,6 +15,9 @@ import numpy as np
 from ..ir.graph import Graph, Op, Tensor
 from ..ir.quant import QuantType
 
+# ops whose onnxruntime kernels compute in float32 on the stored values themselves (not only on q - zp): their
+# rounding depends on the representation, so the lowering recomputes them on the uint8 values
+_STORED_VALUE_ARITHMETIC = ("onnx.QLinearAdd", "onnx.QLinearMul", "onnx.QLinearSoftmax")
 _FLOAT_BOUNDARY = ("onnx.QuantizeLinear", "onnx.DequantizeLinear")
 _ZERO_POINT_ATTRS = {"onnx.ConvInteger": ("x_zero_point", "w_zero_point"),
                      "onnx.MatMulInteger": ("a_zero_point", "b_zero_point")}
@@ -51,7 +54,7 @@ def rebase_unsigned(graph: Graph) -> None:
         return
     for op in graph.ops:
         _shift_attrs(op, unsigned)
-        if op.kind == "onnx.QLinearSoftmax":  # its output rounding depends on the type (docs/onnx.md)
+        if op.kind in _STORED_VALUE_ARITHMETIC:
             op.attrs["unsigned"] = op.outputs[0] in unsigned
     boundary_in = [n for n in graph.inputs if n in unsigned]
     boundary_out = [n for n in graph.outputs if n in unsigned and n not in graph.inputs]

@@ -5,14 +5,13 @@ For each row x[0..D-1] with maximum m (all float32, round to nearest even, in th
     e[j] = table[x[j] - m + 255]                  (a plan-time table of 256 positive float32 values)
     sum  = (...((e[0] + e[1]) + e[2]) + ...) + e[D-1]
     q[j] = round_half_even((e[j] * y_scale) / sum) + output_zp
-    out[j] = min(q[j], 255) stored as the output type: uint8 data (unsigned: q <= 255), or for int8 data the low
-             byte of min(q, 255) (onnxruntime casts 128..255 to int8, wrapping), attr `wrap`.
+    out[j] = min(q[j], qmax) + out_offset    (q >= output_zp: the quotient is not negative)
 The table and y_scale (an integer-valued float32, floor(1 / y_scale)) come from the lowering
 (qcodegen/semantics/onnxruntime.py softmax_table). Values that would be subnormal in float32 (exponentials of
 very negative arguments) only ever produce 0 here and there.
 
-inputs: x (i8, or u8); attrs: table (256 float32), y_scale, output_zp, wrap (bool), out_offset (added to the
-stored result: -128 when uint8 results are stored as int8). Output: same shape, i8 or u8.
+inputs: x (i8, or u8); attrs: table (256 float32), y_scale, output_zp, qmax (255 for uint8 results, 127 for int8),
+out_offset (added to the stored result: -128 when uint8 results are stored as int8). Output: same shape, i8 or u8.
 """
 
 from __future__ import annotations
@@ -56,9 +55,7 @@ class SoftmaxF32(Primitive):
         total = np.add.accumulate(e, axis=-1, dtype=np.float32)[..., -1:]
         with np.errstate(over="ignore", under="ignore"):
             r = ((e * np.float32(io.attrs["y_scale"])).astype(np.float32) / total).astype(np.float32)
-        q = np.minimum(np.rint(r).astype(np.int64) + int(io.attrs["output_zp"]), 255)
-        if io.attrs.get("wrap", False):
-            q = (q + 128) % 256 - 128
+        q = np.minimum(np.rint(r).astype(np.int64) + int(io.attrs["output_zp"]), int(io.attrs["qmax"]))
         return [q + int(io.attrs.get("out_offset", 0))]
 
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
@@ -73,5 +70,5 @@ class SoftmaxF32(Primitive):
         shape = io.ins[0].shape
         ys_m, ys_k = mantissa_exponent(np.float32(io.attrs["y_scale"]))
         return dict(rows=int(np.prod(shape[:-1], dtype=np.int64)), d=shape[-1], ys_m=int(ys_m[0]),
-                    ys_k=int(ys_k[0]), zp=int(io.attrs["output_zp"]), wrap=bool(io.attrs.get("wrap", False)),
+                    ys_k=int(ys_k[0]), zp=int(io.attrs["output_zp"]), qmax=int(io.attrs["qmax"]),
                     offset=int(io.attrs.get("out_offset", 0)))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ...errors import UnsupportedError
 from ...ir.graph import Op
+from ...ir.quant import QuantType
 from ...semantics.onnxruntime import add_table, leaky_relu, mul_table, sigmoid, unary_table
 from ..base import Lowerer, rule
 from ..common import align_rank
@@ -31,9 +32,14 @@ def lower_binary(lw: Lowerer, op: Op) -> None:
     if a.shape != b.shape and not scalar:
         raise UnsupportedError(f"{lw.label}: broadcasting {list(a.shape)} with {list(b.shape)} (supported: equal "
                                "shapes, or one operand with a single element)")
+    quants = [t.quant for t in (a, b, y)]
+    unsigned = bool(lw.attr("unsigned", False))
+    if unsigned:  # onnxruntime's arithmetic on the uint8 values (the storage here is int8, q - 128)
+        quants = [QuantType.per_tensor("u8", q.scale, q.zero_point + 128) for q in quants]
     if op.kind == "onnx.QLinearAdd":
-        values = add_table(a.quant, b.quant, y.quant, scalar)
+        values = add_table(*quants, scalar)
     else:
-        values = mul_table(a.quant, b.quant, y.quant)
+        values = mul_table(*quants)
+    values = values - 128 if unsigned else values
     rank = len(y.shape)
     table2(lw, align_rank(lw, a.name, rank), align_rank(lw, b.name, rank), values, y.name, y.dtype)

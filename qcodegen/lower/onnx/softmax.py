@@ -21,7 +21,7 @@ def lower_softmax(lw: Lowerer, op: Op) -> None:
     axis, rank = int(lw.attr("axis")), len(x.shape)
     unsigned = bool(lw.attr("unsigned", False))
     zp = y.quant.zero_point + (128 if unsigned else 0)
-    attrs = dict(y_scale=float(softmax_output_scale(y.quant.scale)), output_zp=zp, wrap=not unsigned,
+    attrs = dict(y_scale=float(softmax_output_scale(y.quant.scale)), output_zp=zp, qmax=255 if unsigned else 127,
                  out_offset=-128 if unsigned else 0)
     if int(lw.attr("opset")) < 13:
         rows = int(np.prod(x.shape[:axis], dtype=np.int64))
