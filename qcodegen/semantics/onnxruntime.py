@@ -48,11 +48,11 @@ def f32_fma(x: np.ndarray, y: np.ndarray | float, z: np.ndarray | float) -> np.n
     The sum is computed exactly as a float64 pair (TwoSum); its float32 rounding is that of the high part unless
     the high part lies exactly halfway between two float32 values, where the low part decides."""
     x64, y64, z64 = (np.asarray(v, F32).astype(np.float64) for v in (x, y, z))
-    p = x64 * y64
-    hi = p + z64
-    b = hi - p
-    lo = (p - (hi - b)) + (z64 - b)
-    with np.errstate(over="ignore"):
+    with np.errstate(all="ignore"):  # infinities and NaN propagate as in float32
+        p = x64 * y64
+        hi = p + z64
+        b = hi - p
+        lo = (p - (hi - b)) + (z64 - b)
         r = hi.astype(F32)
         toward = np.nextafter(r, np.where(hi > r.astype(np.float64), F32(np.inf), F32(-np.inf)))
         tie = (hi != r.astype(np.float64)) & (hi == (r.astype(np.float64) + toward.astype(np.float64)) / 2)
@@ -96,8 +96,11 @@ def sigmoid(v: np.ndarray) -> np.ndarray:
 
 
 def _saturate(v: np.ndarray, q: QuantType) -> np.ndarray:
-    """cvtps2dq (round half to even) and the saturating packs of the 8-bit kernels."""
-    return np.clip(np.rint(v.astype(np.float64)), q.storage.min, q.storage.max).astype(np.int64)
+    """cvtps2dq (round half to even; NaN and out-of-range values become INT32_MIN) and the saturating packs of the
+    8-bit kernels."""
+    v = v.astype(np.float64)
+    v = np.where(np.isnan(v) | (v < -2.0 ** 31) | (v >= 2.0 ** 31), -2.0 ** 31, v)
+    return np.clip(np.rint(v), q.storage.min, q.storage.max).astype(np.int64)
 
 
 def add_table(qa: QuantType, qb: QuantType, qc: QuantType, scalar: str = "") -> np.ndarray:
