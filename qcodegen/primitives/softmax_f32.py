@@ -1,5 +1,6 @@
 """SOFTMAX_F32 (qcodegen extension): onnxruntime's QLinearSoftmax (qlinear_softmax.cc) over the last axis of 8-bit
-data, its float32 arithmetic emulated exactly with integers (docs/onnx.md; runtime/qc_runtime.h qc_f32_*).
+data, its float32 arithmetic emulated exactly with integers (docs/semantics.md §13.2, docs/onnx.md;
+runtime/qc_runtime.h qc_f32_*).
 
 For each row x[0..D-1] with maximum m (all float32, round to nearest even, in this order):
     e[j] = table[x[j] - m + 255]                  (a plan-time table of 256 positive float32 values)
