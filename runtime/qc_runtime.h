@@ -199,28 +199,32 @@ QC_INLINE uint64_t qc_rne_shr64(uint64_t x, int s) {
  *  3. p * 2^e with p <= 2^24: e >= 0 is an integer (saturated beyond 2^40); e < -25 is below 2^24 / 2^26 = 1/4,
  *     i.e. 0; otherwise p / 2^-e rounded half to even, what cvtps2dq / vcvtnq / nearbyintf do in that mode. */
 QC_INLINE int64_t qc_scale_f32(int32_t v, int32_t m, int k) {
-  const uint32_t mag = v < 0 ? (uint32_t)0 - (uint32_t)v : (uint32_t)v;
+  uint32_t a = v < 0 ? (uint32_t)0 - (uint32_t)v : (uint32_t)v;
   uint64_t p;
+  uint32_t q;
   int e = -k;
   int n;
-  if (mag == 0 || m == 0) return 0;
-  p = mag;
-  n = qc_bitlen64(p);
-  if (n > 24) {  /* step 1 */
-    p = qc_rne_shr64(p, n - 24);
+  if (a == 0 || m == 0) return 0;
+  if (a >> 24) {  /* step 1 (below 2^24 the conversion is exact) */
+    n = qc_bitlen64(a);
+    a = (uint32_t)qc_rne_shr64(a, n - 24);
     e += n - 24;
   }
-  p *= (uint64_t)(uint32_t)m;  /* step 2 */
+  p = (uint64_t)a * (uint32_t)m;  /* step 2 */
   n = qc_bitlen64(p);
-  if (n > 24) {
-    p = qc_rne_shr64(p, n - 24);
-    e += n - 24;
-  }
-  if (e >= 0) {  /* step 3; p <= 2^24, so p << 38 < 2^63 */
-    p = e > 38 ? ((uint64_t)1 << 40) : p << e;
+  q = n > 24 ? (uint32_t)qc_rne_shr64(p, n - 24) : (uint32_t)p;
+  e += n > 24 ? n - 24 : 0;
+  if (e >= 0) {  /* step 3; q <= 2^24, so q << 38 < 2^63 */
+    p = e > 38 ? ((uint64_t)1 << 40) : (uint64_t)q << e;
     if (p > ((uint64_t)1 << 40)) p = (uint64_t)1 << 40;
-  } else {
-    p = e < -25 ? 0 : qc_rne_shr64(p, -e);
+  } else if (e < -25) {
+    p = 0;
+  } else {  /* q / 2^-e half to even in 32 bits (-e <= 25) */
+    const int s = -e;
+    const uint32_t t = q >> s;
+    const uint32_t rem = q & ((1u << s) - 1u);
+    const uint32_t half = 1u << (s - 1);
+    p = t + (uint32_t)(rem > half || (rem == half && (t & 1u)));
   }
   return v < 0 ? -(int64_t)p : (int64_t)p;
 }
