@@ -227,3 +227,16 @@ def test_element_wise_tables_equal_onnxruntime_on_every_operand_pair(op, scalar,
         q = [QuantType.per_tensor(dt, s, z) for s, z in zip(scales, zps, strict=True)]
         table = add_table(*q, scalar) if op == "QLinearAdd" else mul_table(*q)
         assert np.array_equal(table.reshape(256, 256), want.astype(np.int64))
+
+
+def test_clang_strict_and_sanitized():
+    """The ONNX templates (RESCALE_F32, SOFTMAX_F32, QUANTIZE with the zero point after rounding, uint8 at the edges)
+    under clang -Werror and ASan/UBSan (no 64 KB tables: clang's sanitizer build of those takes minutes)."""
+    from qcodegen.testing import assert_clang_sanitized
+
+    m = Models(seed=3)
+    _conv(m, "u8", (1, 3, 9, 9), (8, 3, 3, 3), True, pads=[1, 1, 1, 1])
+    _softmax(m, "i8")
+    _qgemm(m, "u8", float_out=True)
+    _boundary(m)
+    assert_clang_sanitized(plan(import_onnx_bytes(m.model(), "sanitized", "sanitized")))
