@@ -1,5 +1,5 @@
 """RESCALE_F32 (qcodegen extension): an integer requantized the way onnxruntime's CPU kernels do it in float32,
-computed exactly with integers (docs/semantics.md §13.1; docs/onnx.md).
+computed exactly with integers (docs/semantics.md §14.1; docs/onnx.md).
 
     out = clamp(round_half_even(f32(f32(x) * scale[c])) + output_zp, out_min, out_max)
 

@@ -1,5 +1,5 @@
 """SOFTMAX_F32 (qcodegen extension): onnxruntime's QLinearSoftmax (qlinear_softmax.cc) over the last axis of 8-bit
-data, its float32 arithmetic emulated exactly with integers (docs/semantics.md §13.2, docs/onnx.md;
+data, its float32 arithmetic emulated exactly with integers (docs/semantics.md §14.2, docs/onnx.md;
 runtime/qc_runtime.h qc_f32_*).
 
 For each row x[0..D-1] with maximum m (all float32, round to nearest even, in this order):
