@@ -306,6 +306,25 @@ def _against_float(model: Model, options: VerifyOptions) -> Any:
         progress=options.progress))
 
 
+def _against_onnx(model: Model, options: VerifyOptions, against: str) -> Any:
+    path = _model_file(model, ".onnx", against, "a .onnx model")
+    from .verify.onnx_oracle import verify_against_onnx
+
+    schedule = plan(path, hybrid=options.hybrid)
+    return _generated_run(schedule, options, lambda g, r: verify_against_onnx(
+        path, against, schedule, g, r, samples=options.samples, seed=options.seed))
+
+
+@oracle("onnxruntime", "onnxruntime")
+def _against_onnxruntime(model: Model, options: VerifyOptions) -> Any:
+    return _against_onnx(model, options, "onnxruntime")
+
+
+@oracle("onnx-ref", "the ONNX reference evaluator")
+def _against_onnx_reference(model: Model, options: VerifyOptions) -> Any:
+    return _against_onnx(model, options, "onnx-ref")
+
+
 def _against_float_model(model: Model, options: VerifyOptions) -> Any:
     """Accuracy against the float original of a quantized model (per output and per layer)."""
     from .verify.accuracy import verify_against_float_model
@@ -322,7 +341,8 @@ def _against_float_model(model: Model, options: VerifyOptions) -> Any:
 def verify(model: Model, *, target: str = "generic", against: str = "reference", samples: int = 10, seed: int = 0,
            weight_layout: str | None = None, hybrid: str | None = None, max_error_lsb: float | None = None,
            progress: Progress | None = None, float_model: str | Path | None = None) -> Any:
-    """Check the generated C of `model` against an oracle (`ORACLES`: reference, tflm, tosa-ref, golden, float).
+    """Check the generated C of `model` against an oracle (`ORACLES`: reference, tflm, tosa-ref, golden, float,
+    onnxruntime, onnx-ref).
 
     Returns a result with `passed` and `as_json()` (the `verify --json` object); bit-exact oracles also have
     `bit_exact`, `samples`, `mismatches` and `first_mismatch`. `float` measures accuracy against the float

@@ -18,7 +18,8 @@ from .progress import Progress
 from .report import inspect_text
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE = 0, 1, 2
-FORMATS = ".tflite (TFLite), .tosa (TOSA flatbuffer), .mlir (StableHLO or TOSA MLIR text), .json (qcodegen graph)"
+FORMATS = (".tflite (TFLite), .tosa (TOSA flatbuffer), .mlir (StableHLO or TOSA MLIR text), .onnx (ONNX operator "
+           "format), .json (qcodegen graph)")
 EXIT_CODES = ("exit codes: 0 success (verify: every check passed), 1 verify found a mismatch, 2 bad input or usage "
               "(one line on stderr)")
 
@@ -188,7 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--against", default="reference", choices=list(api.ORACLES),
                    help="reference: numpy reference of the same schedule; tflm: TFLite Micro (.tflite); tosa-ref: "
                         "TOSA reference model; golden: a StableHLO test program's check ops; float: accuracy "
-                        "against the float definition (StableHLO)")
+                        "against the float definition (StableHLO); onnxruntime: onnxruntime's CPU execution provider "
+                        "(.onnx); onnx-ref: onnx's reference evaluator (.onnx)")
     v.add_argument("--samples", type=int, default=10, help="seeded random input sets")
     v.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     v.add_argument("--json", action="store_true", help="print one JSON object (docs/schemas/verify.schema.json)")

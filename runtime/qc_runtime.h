@@ -163,6 +163,142 @@ QC_INLINE int32_t qc_tflm_reciprocal(int32_t x, int integer_digits, int *bits_ov
   return qc_one_over_one_plus_x_q0((int32_t)shifted);
 }
 
+/* ---- float32 requantization emulated in integers (RESCALE_F32, SOFTMAX_F32; docs/semantics.md §14.1, §14.2) ---- */
+
+/* Number of significant bits of x > 0. */
+QC_INLINE int qc_bitlen64(uint64_t x) {
+#if defined(__GNUC__) || defined(__clang__)
+  return 64 - __builtin_clzll(x);
+#else
+  int n = 0;
+  if (x >> 32) { x >>= 32; n += 32; }
+  if (x >> 16) { x >>= 16; n += 16; }
+  if (x >> 8) { x >>= 8; n += 8; }
+  if (x >> 4) { x >>= 4; n += 4; }
+  if (x >> 2) { x >>= 2; n += 2; }
+  return n + (int)(x >> 1) + 1;
+#endif
+}
+
+/* x / 2^s rounded to nearest, ties to even, for 1 <= s <= 63 (unsigned: no sign conventions involved). */
+QC_INLINE uint64_t qc_rne_shr64(uint64_t x, int s) {
+  const uint64_t q = x >> s;
+  const uint64_t rem = x & ((((uint64_t)1) << s) - 1u);
+  const uint64_t half = ((uint64_t)1) << (s - 1);
+  return q + (uint64_t)(rem > half || (rem == half && (q & 1u)));
+}
+
+/* round_half_even(f32(f32(v) * s)) for the float32 scale s = m * 2^-k (0 <= m < 2^24), exactly as IEEE binary32
+ * arithmetic in round-to-nearest-even mode computes it, saturated to [-2^40, 2^40] (callers clamp to their output
+ * range). Proof of exactness, step by step (magnitudes; every rounding here is symmetric in the sign):
+ *  1. f32(v): an integer of n significant bits is a float32 exactly when n <= 24; otherwise the conversion keeps
+ *     the 24 leading bits, rounding the n - 24 dropped ones half to even. So a * 2^e == f32(|v|) exactly, with
+ *     a <= 2^24 (a carry may reach 2^24, still exact). |v| <= 2^31, so n - 24 <= 8.
+ *  2. The product f32(|v|) * s is a * m * 2^(e - k), a * m < 2^48 exact in uint64. The binary32 multiplication
+ *     rounds it to 24 significant bits, half to even -- the same dropping of low bits as in step 1 -- when the
+ *     result is a normal number. Results below 2^-126 (where binary32 rounds at 2^-149 instead) and results
+ *     whose rounding makes them subnormal are below 1/2 either way and become 0 in step 3, as they would in float.
+ *     A result above the binary32 range (infinity in float) saturates here, as it saturates after clamping there.
+ *  3. p * 2^e with p <= 2^24: e >= 0 is an integer (saturated beyond 2^40); e < -25 is below 2^24 / 2^26 = 1/4,
+ *     i.e. 0; otherwise p / 2^-e rounded half to even, what cvtps2dq / vcvtnq / nearbyintf do in that mode. */
+QC_INLINE int64_t qc_scale_f32(int32_t v, int32_t m, int k) {
+  uint32_t a = v < 0 ? (uint32_t)0 - (uint32_t)v : (uint32_t)v;
+  uint64_t p;
+  uint32_t q;
+  int e = -k;
+  int n;
+  if (a == 0 || m == 0) return 0;
+  if (a >> 24) {  /* step 1 (below 2^24 the conversion is exact) */
+    n = qc_bitlen64(a);
+    a = (uint32_t)qc_rne_shr64(a, n - 24);
+    e += n - 24;
+  }
+  p = (uint64_t)a * (uint32_t)m;  /* step 2 */
+  n = qc_bitlen64(p);
+  q = n > 24 ? (uint32_t)qc_rne_shr64(p, n - 24) : (uint32_t)p;
+  e += n > 24 ? n - 24 : 0;
+  if (e >= 0) {  /* step 3; q <= 2^24, so q << 38 < 2^63 */
+    p = e > 38 ? ((uint64_t)1 << 40) : (uint64_t)q << e;
+    if (p > ((uint64_t)1 << 40)) p = (uint64_t)1 << 40;
+  } else if (e < -25) {
+    p = 0;
+  } else {  /* q / 2^-e half to even in 32 bits (-e <= 25) */
+    const int s = -e;
+    const uint32_t t = q >> s;
+    const uint32_t rem = q & ((1u << s) - 1u);
+    const uint32_t half = 1u << (s - 1);
+    p = t + (uint32_t)(rem > half || (rem == half && (t & 1u)));
+  }
+  return v < 0 ? -(int64_t)p : (int64_t)p;
+}
+
+/* A non-negative float32 value m * 2^e held exactly, m in [2^23, 2^24) (or 0 for zero): SOFTMAX_F32 emulates
+ * onnxruntime's float32 softmax with these, each operation rounded as binary32 rounds it (round to nearest even;
+ * subnormal results, which only ever become 0 after the final rounding, are kept with 24 bits instead). */
+typedef struct {
+  uint64_t m;
+  int e;
+} qc_f32v;
+
+/* m * 2^e (m < 2^63) rounded to 24 significant bits, half to even; m's lowest bit may be a jammed sticky bit. */
+QC_INLINE qc_f32v qc_f32_round(uint64_t m, int e) {
+  qc_f32v r;
+  int n;
+  if (m == 0) {
+    r.m = 0;
+    r.e = 0;
+    return r;
+  }
+  n = qc_bitlen64(m);
+  if (n > 24) {
+    m = qc_rne_shr64(m, n - 24);
+    e += n - 24;
+    if (m >> 24) {  /* the rounding carried to 2^24 */
+      m >>= 1;
+      e += 1;
+    }
+  } else {
+    m <<= 24 - n;
+    e -= 24 - n;
+  }
+  r.m = m;
+  r.e = e;
+  return r;
+}
+
+/* a + b, exact sum rounded once. With a.e >= b.e + 27, b < 2^(a.e - 3) is below half an ulp of a (>= 2^(a.e - 1)). */
+QC_INLINE qc_f32v qc_f32_add(qc_f32v a, qc_f32v b) {
+  if (a.m == 0) return b;
+  if (b.m == 0) return a;
+  if (a.e < b.e) {
+    const qc_f32v t = a;
+    a = b;
+    b = t;
+  }
+  if (a.e - b.e > 26) return a;
+  return qc_f32_round((a.m << (a.e - b.e)) + b.m, b.e);  /* < 2^51 */
+}
+
+/* a * b: the 48-bit product rounded once. */
+QC_INLINE qc_f32v qc_f32_mul(qc_f32v a, qc_f32v b) {
+  return qc_f32_round(a.m * b.m, a.e + b.e);
+}
+
+/* a / b (b > 0): a quotient of at least 39 bits and the remainder jammed into its lowest bit, so the rounding to 24
+ * bits (15 or more bits above it) sees the exact quotient's side of every midpoint. */
+QC_INLINE qc_f32v qc_f32_div(qc_f32v a, qc_f32v b) {
+  const uint64_t num = a.m << 40;
+  const uint64_t q = num / b.m;
+  return qc_f32_round(q | (uint64_t)(num - q * b.m != 0), a.e - b.e - 40);
+}
+
+/* round_half_even(v) as an integer, saturated at 2^40. */
+QC_INLINE int64_t qc_f32_rint(qc_f32v v) {
+  if (v.m == 0 || v.e < -26) return 0;  /* v < 2^24 * 2^-27 < 1/2 */
+  if (v.e >= 0) return v.e > 16 ? ((int64_t)1 << 40) : (int64_t)(v.m << v.e);
+  return (int64_t)qc_rne_shr64(v.m, -v.e);
+}
+
 /* Float32 arithmetic emulated exactly with integers (the StableHLO interpreter's requantization,
  * RESCALE_F32_AFFINE). A float32 value is (negative, mantissa < 2^24, exponent): +-mantissa * 2^exponent; the
  * callers keep every value normal (plan-time checks), so "round to 24 significant bits, ties to even" is the
@@ -170,17 +306,13 @@ QC_INLINE int32_t qc_tflm_reciprocal(int32_t x, int integer_digits, int *bits_ov
 
 /* u * 2^*e rounded to 24 significant bits, ties to even; *e takes the bits shifted out. */
 QC_INLINE uint64_t qc_f32_round24(uint64_t u, int *e) {
-  int n = 0;
-  while ((u >> n) >= ((uint64_t)1 << 24)) ++n;
-  if (n > 0) {
-    const uint64_t rem = u & (((uint64_t)1 << n) - 1u), half = (uint64_t)1 << (n - 1);
-    u >>= n;
-    u += rem > half || (rem == half && (u & 1u) != 0);
-    if (u == ((uint64_t)1 << 24)) {  /* the rounding carried into a 25th bit */
-      u >>= 1;
-      ++n;
-    }
-    *e += n;
+  const int n = u == 0 ? 0 : qc_bitlen64(u) - 24;
+  if (n <= 0) return u;
+  u = qc_rne_shr64(u, n);
+  *e += n;
+  if (u >> 24) {  /* the rounding carried into a 25th bit */
+    u >>= 1;
+    ++*e;
   }
   return u;
 }
@@ -235,9 +367,7 @@ QC_INLINE int64_t qc_f32_affine(int64_t x, uint32_t mm, int me, int c_neg, uint3
   }
   if (es < -25) return 0;  /* |s| < 2^24 * 2^-26 = 1/4 */
   {
-    const int k = -es;
-    const uint64_t rem = s & (((uint64_t)1 << k) - 1u), half = (uint64_t)1 << (k - 1);
-    const uint64_t q = (s >> k) + (rem > half || (rem == half && ((s >> k) & 1u) != 0));
+    const uint64_t q = qc_rne_shr64(s, -es);
     return s_neg ? -(int64_t)q : (int64_t)q;
   }
 }

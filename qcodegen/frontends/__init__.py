@@ -22,13 +22,16 @@ def load_model(path: str | Path) -> Graph:
     if suffix == ".tflite":
         from .tflite import load_tflite
         return load_tflite(path)
+    if suffix == ".onnx":
+        from .onnx import load_onnx
+        return load_onnx(path)
     if suffix == ".tosa":
         from .tosa import load_tosa
         return load_tosa(path)
     if suffix == ".mlir":
         return _load_mlir(path)
     raise QcError(f"{path}: unknown model format {suffix or '(no extension)'!r} (supported: .json, .tflite, .tosa, "
-                  ".mlir)")
+                  ".mlir, .onnx)")
 
 
 def _load_mlir(path: Path) -> Graph:

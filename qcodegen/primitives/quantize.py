@@ -132,7 +132,9 @@ _ROUNDINGS = {"half_even": "qc_round_half_even_f32", "half_away_from_zero": "qc_
 class Quantize(_QuantParams):
     """f32 -> integer. attrs: scale, zero_point, axis, qmin, qmax (storage range, inside the output type;
     e.g. [-8, 7] for 4-bit data in i8), rounding: "half_even" (default; StableHLO, MLIR quant) or
-    "half_away_from_zero" (TFLite's TfLiteRound), nan_value (the result for a NaN input; default qmin)."""
+    "half_away_from_zero" (TFLite's TfLiteRound), nan_value (the result for a NaN input; default qmin),
+    zero_point_after_rounding (ONNX QuantizeLinear, onnxruntime's MLAS: v = x / scale clamped to
+    [qmin - zp, qmax - zp], rounded, then + zp in integers; default false: zp added in f32 before rounding)."""
 
     name = "QUANTIZE"
 
@@ -161,6 +163,10 @@ class Quantize(_QuantParams):
     def rounding(io: StepIO) -> str:
         return io.attrs.get("rounding", "half_even")
 
+    @staticmethod
+    def zero_point_after_rounding(io: StepIO) -> bool:
+        return bool(io.attrs.get("zero_point_after_rounding", False))
+
     def float_bounds(self, io: StepIO) -> tuple[np.float32, np.float32]:
         qmin, qmax = self.storage(io)
         return np.float32(qmin), np.float32(qmax)
@@ -170,9 +176,14 @@ class Quantize(_QuantParams):
         lo, hi = self.float_bounds(io)
         qmin, qmax = self.storage(io)
         x = args[0].astype(np.float32)
+        after = self.zero_point_after_rounding(io)
+        zp_f32 = self.view(io, zp.astype(np.float32))
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             v = x / self.view(io, scale)
-            v = v + self.view(io, zp.astype(np.float32))
+            if after:  # integer bounds minus integer zero points: exact in float32
+                lo, hi = (lo - zp_f32).astype(np.float32), (hi - zp_f32).astype(np.float32)
+            else:
+                v = v + zp_f32
             v = np.where(v >= lo, v, lo)  # NaN -> qmin
             v = np.where(v > hi, hi, v)
             if self.rounding(io) == "half_even":
@@ -181,6 +192,8 @@ class Quantize(_QuantParams):
                 t = np.trunc(v)
                 frac = v - t
                 r = t.astype(np.int64) + (frac >= np.float32(0.5)) - (frac <= np.float32(-0.5))
+        if after:
+            r = r + self.view(io, zp)
         return [np.where(np.isnan(x), self.nan_value(io), np.clip(r, qmin, qmax))]
 
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
@@ -196,7 +209,11 @@ class Quantize(_QuantParams):
         lo, hi = self.float_bounds(io)
         qmin, qmax = self.storage(io)
         _, zp = self.params(io)
-        return dict(super().template_context(io), lo=c_literal(lo, F32), hi=c_literal(hi, F32),
+        after = self.zero_point_after_rounding(io)
+        if after and not (self.per_axis(io) or self.blocked(io)):
+            lo, hi = np.float32(lo - np.float32(zp[0])), np.float32(hi - np.float32(zp[0]))
+        return dict(super().template_context(io), lo=c_literal(lo, F32), hi=c_literal(hi, F32), after=after,
+                    qmin_f32=c_literal(np.float32(qmin), F32), qmax_f32=c_literal(np.float32(qmax), F32),
                     zp_f32=c_literal(np.float32(zp[0]), F32), qmin=qmin, qmax=qmax,
                     int_clamp=float(lo) < qmin or float(hi) > qmax,
                     nan_value=self.nan_value(io) if self.nan_value(io) != qmin else None,

@@ -1,0 +1,45 @@
+"""com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu on 8-bit data -> tables of
+onnxruntime's float32 arithmetic (qcodegen/semantics/onnxruntime.py), exact by construction.
+
+Sigmoid and LeakyRelu: a 256-entry TABLE, as onnxruntime itself builds (its Sigmoid uses MLAS's polynomial
+logistic, ours the correctly rounded one: docs/onnx.md). Add and Mul: a 65,536-entry LOOKUP of the x86-64 kernels'
+formulas over both stored operands (equal shapes, or one operand with a single element: onnxruntime's scalar
+form).
+"""
+
+from __future__ import annotations
+
+from ...errors import UnsupportedError
+from ...ir.graph import Op
+from ...ir.quant import QuantType
+from ...semantics.onnxruntime import add_table, leaky_relu, mul_table, sigmoid, unary_table
+from ..base import Lowerer, rule
+from ..common import align_rank
+from .tables import table, table2
+
+
+@rule("onnx.QLinearSigmoid", "onnx.QLinearLeakyRelu")
+def lower_unary(lw: Lowerer, op: Op) -> None:
+    x, y = lw.tensor_in(0), lw.tensor_out(0)
+    fn = sigmoid if op.kind == "onnx.QLinearSigmoid" else leaky_relu(float(lw.attr("alpha")))
+    table(lw, x, unary_table(x.quant, y.quant, fn), y.name, y.dtype)
+
+
+@rule("onnx.QLinearAdd", "onnx.QLinearMul")
+def lower_binary(lw: Lowerer, op: Op) -> None:
+    a, b, y = lw.tensor_in(0), lw.tensor_in(1), lw.tensor_out(0)
+    scalar = "a" if a.size == 1 and b.size > 1 else "b" if b.size == 1 and a.size > 1 else ""
+    if a.shape != b.shape and not scalar:
+        raise UnsupportedError(f"{lw.label}: broadcasting {list(a.shape)} with {list(b.shape)} (supported: equal "
+                               "shapes, or one operand with a single element)")
+    quants = [t.quant for t in (a, b, y)]
+    unsigned = bool(lw.attr("unsigned", False))
+    if unsigned:  # onnxruntime's arithmetic on the uint8 values (the storage here is int8, q - 128)
+        quants = [QuantType.per_tensor("u8", q.scale, q.zero_point + 128) for q in quants]
+    if op.kind == "onnx.QLinearAdd":
+        values = add_table(*quants, scalar)
+    else:
+        values = mul_table(*quants)
+    values = values - 128 if unsigned else values
+    rank = len(y.shape)
+    table2(lw, align_rank(lw, a.name, rank), align_rank(lw, b.name, rank), values, y.name, y.dtype)

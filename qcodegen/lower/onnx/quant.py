@@ -1,0 +1,49 @@
+"""ONNX QuantizeLinear / DequantizeLinear -> QUANTIZE / DEQUANTIZE (the float boundary of a model).
+
+QuantizeLinear is saturate(round_half_even(x / scale) + zero_point), the division in float32 and the zero point
+added after rounding (ONNX's definition, and onnxruntime's MLAS: clamp x / scale to [qmin - zp, qmax - zp], round,
+add zp): QUANTIZE with zero_point_after_rounding. DequantizeLinear is (x - zero_point) * scale: DEQUANTIZE, the
+subtraction in integers, one float32 multiply. Per tensor, per axis and blocked (block_size) parameters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir.graph import Op
+from ...ir.quant import QuantType
+from ..base import Lowerer, rule
+
+
+def quant_attrs(q: QuantType) -> dict[str, Any]:
+    if q.kind == "per_tensor":
+        return {"scale": q.scale, "zero_point": q.zero_point}
+    if q.kind == "per_axis":
+        return {"scale": [float(s) for s in q.scales], "zero_point": [int(z) for z in q.zero_points],
+                "axis": int(q.axis)}
+    return {"scale": q.scales.tolist(), "zero_point": q.zero_points.tolist(),
+            "block_sizes": [int(b) for b in q.block_sizes]}
+
+
+@rule("onnx.QuantizeLinear")
+def lower_quantize_linear(lw: Lowerer, op: Op) -> None:
+    x, y = lw.tensor_in(0), lw.tensor_out(0)
+    q = lw.quant_out(0, per_tensor=False)
+    lw.emit("QUANTIZE", [x.name], [y.name], qmin=q.storage_min, qmax=q.storage_max, zero_point_after_rounding=True,
+            **quant_attrs(q))
+
+
+@rule("onnx.DequantizeLinear")
+def lower_dequantize_linear(lw: Lowerer, op: Op) -> None:
+    x, y = lw.tensor_in(0), lw.tensor_out(0)
+    lw.emit("DEQUANTIZE", [x.name], [y.name], **quant_attrs(lw.quant_in(0, per_tensor=False)))
+
+
+@rule("onnx.Rebase")
+def lower_rebase(lw: Lowerer, op: Op) -> None:
+    """uint8 <-> int8 storage of the same values (qcodegen/frontends/onnx_unsigned.py): q - 128 or q + 128, a
+    RESCALE by 1 (multiplier 2^30, shift 30: exact) with zero points 128 on the uint8 side."""
+    x, y = lw.tensor_in(0), lw.tensor_out(0)
+    unsigned_in = x.dtype.name == "u8"
+    lw.emit("RESCALE", [x.name], [y.name], multiplier=[1 << 30], shift=[30], input_zp=128 if unsigned_in else 0,
+            output_zp=0 if unsigned_in else 128, scale32=True, rounding="single_round", per_channel=False)

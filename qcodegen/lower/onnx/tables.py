@@ -1,0 +1,21 @@
+"""Plan-time tables of onnxruntime's element-wise arithmetic on 8-bit data (qcodegen/semantics/onnxruntime.py):
+exact by construction. One input: a 256-entry TABLE (int8 -> int8); two inputs: a 65,536-entry LOOKUP."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.dtypes import DType
+from ...ir.graph import Tensor
+from ..base import Lowerer
+from ..stablehlo.common import lookup
+
+
+def table(lw: Lowerer, x: Tensor, values: np.ndarray, dst: str, out: DType) -> None:
+    """dst = values[x - storage minimum]."""
+    lookup(lw, [x.name], values, dst, out)
+
+
+def table2(lw: Lowerer, a: str, b: str, values: np.ndarray, dst: str, out: DType) -> None:
+    """dst = values[(a - min) * 256 + (b - min)], a and b broadcast (TOSA: equal ranks)."""
+    lookup(lw, [a, b], values, dst, out)

@@ -1,0 +1,127 @@
+"""RESCALE_F32 (qcodegen extension): an integer requantized the way onnxruntime's CPU kernels do it in float32,
+computed exactly with integers (docs/semantics.md §14.1; docs/onnx.md).
+
+    out = clamp(round_half_even(f32(f32(x) * scale[c])) + output_zp, out_min, out_max)
+
+f32(x) is the IEEE binary32 conversion of the integer x, `*` the binary32 multiplication (both round to nearest,
+ties to even) and `scale` a binary32 value per tensor or per channel along `axis`. This is MLAS's
+MlasRequantizeOutput (QLinearConv, QLinearMatMul, QGemm, QLinearGlobalAveragePool): float(acc) * scale, clamped
+to the output range minus the zero point, rounded to nearest even, plus the zero point. Clamping before or after
+the rounding is the same, the bounds being integers.
+
+The numpy reference is that definition, evaluated in numpy float32. The C (runtime/qc_runtime.h qc_scale_f32)
+emulates both binary32 roundings and the final rounding in integer arithmetic, with the scale given as
+scale = m * 2^-k (m < 2^24) at plan time. No float is executed at run time.
+
+inputs: x (i8, i16 or i32). attrs: scale (list of float32 values: one, or one per channel along `axis`), axis
+(default -1), output_zp, out_min / out_max (default the output type range). Output: i8, u8, i16, u16 or i32.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.schedule import StepIO
+from .base import Primitive, Ranges, register, require
+from .reduce import axis_split
+
+_IN_TYPES = ("i8", "i16", "i32")
+_OUT_TYPES = ("i8", "u8", "i16", "u16", "i32")
+MAX_MANTISSA = 1 << 24
+
+
+def mantissa_exponent(scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Non-negative finite float32 values as exact pairs (m, k), value = m * 2^-k with 0 <= m < 2^24 (m = 0, k = 0
+    for zero; subnormals have m < 2^23)."""
+    s = np.asarray(scale, np.float32).reshape(-1)
+    frac, exp = np.frexp(s.astype(np.float64))  # s = frac * 2^exp, frac in [0.5, 1) (exact for float32 values)
+    m = np.round(frac * MAX_MANTISSA).astype(np.int64)  # an integer for every float32 (24 significant bits)
+    k = np.where(m == 0, 0, 24 - exp.astype(np.int64))
+    return m, k
+
+
+def requantize_f32(x: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """round_half_even(f32(f32(x) * scale)) as float64 (exact integers, or +-inf when the product overflows)."""
+    with np.errstate(over="ignore"):
+        product = np.asarray(x, np.int64).astype(np.float32) * np.asarray(scale, np.float32)
+    return np.rint(product).astype(np.float64)
+
+
+@register
+class RescaleF32(Primitive):
+    name = "RESCALE_F32"
+    inplace = True
+
+    def infer_shapes(self, io: StepIO) -> list[tuple[int, ...]]:
+        return [io.ins[0].shape]
+
+    @staticmethod
+    def scales(io: StepIO) -> np.ndarray:
+        return np.asarray(io.attrs["scale"], np.float64).astype(np.float32).reshape(-1)
+
+    @staticmethod
+    def per_channel(io: StepIO) -> bool:
+        return len(io.attrs["scale"]) > 1
+
+    def axis(self, io: StepIO) -> int:
+        rank = len(io.ins[0].shape)
+        return int(io.attrs.get("axis", -1)) % rank if rank else 0
+
+    def bounds(self, io: StepIO) -> tuple[int, int]:
+        y = io.outs[0].dtype
+        return max(y.min, int(io.attrs.get("out_min", y.min))), min(y.max, int(io.attrs.get("out_max", y.max)))
+
+    def check(self, io: StepIO) -> None:
+        require(len(io.ins) == 1 and len(io.outs) == 1, "RESCALE_F32: needs one input and one output")
+        x, y = io.ins[0], io.outs[0]
+        require(x.dtype.name in _IN_TYPES, f"RESCALE_F32: input type {x.dtype} is not one of {list(_IN_TYPES)}")
+        require(y.dtype.name in _OUT_TYPES, f"RESCALE_F32: output type {y.dtype} is not one of {list(_OUT_TYPES)}")
+        scale = self.scales(io)
+        require(scale.size >= 1, "RESCALE_F32: needs at least one scale")
+        require(bool(np.all(np.isfinite(scale) & (scale >= 0))),
+                f"RESCALE_F32: scales must be finite and >= 0 in float32, got {io.attrs['scale']}")
+        if self.per_channel(io):
+            rank = len(x.shape)
+            axis = int(io.attrs.get("axis", -1))
+            require(rank > 0 and -rank <= axis < rank, f"RESCALE_F32: axis {axis} out of range for rank {rank}")
+            require(x.shape[axis % rank] == scale.size,
+                    f"RESCALE_F32: {scale.size} scales for axis {axis} of size {x.shape[axis % rank]}")
+        zp = int(io.attrs.get("output_zp", 0))
+        require(y.dtype.min <= zp <= y.dtype.max, f"RESCALE_F32: output zero point {zp} is outside {y.dtype}")
+        lo, hi = self.bounds(io)
+        require(lo <= hi, f"RESCALE_F32: empty output clamp [{lo}, {hi}]")
+        super().check(io)
+
+    def _apply(self, io: StepIO, x: np.ndarray, channel_axis: int | None) -> np.ndarray:
+        scale = self.scales(io)
+        if self.per_channel(io) and channel_axis is not None:
+            view = [1] * x.ndim
+            view[channel_axis] = scale.size
+            scale = scale.reshape(view)
+        else:
+            scale = scale[0]
+        zp = int(io.attrs.get("output_zp", 0))
+        lo, hi = self.bounds(io)
+        return np.clip(requantize_f32(x, scale), lo - zp, hi - zp).astype(np.int64) + zp
+
+    def reference(self, io: StepIO, args: list[np.ndarray]) -> list[np.ndarray]:
+        return [self._apply(io, args[0].astype(np.int64), self.axis(io))]
+
+    def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
+        ends = np.array([[in_ranges[0][0]], [in_ranges[0][1]]], np.int64)  # monotone per channel
+        r = self._apply(io, ends, 1)
+        return Ranges([(int(r.min()), int(r.max()))])
+
+    def constants(self, io: StepIO) -> dict[str, np.ndarray]:
+        if not self.per_channel(io):
+            return {}
+        m, k = mantissa_exponent(self.scales(io))
+        return {"mantissa": m.astype(np.int32), "exponent": k.astype(np.int16)}
+
+    def template_context(self, io: StepIO) -> dict:
+        m, k = mantissa_exponent(self.scales(io))
+        lo, hi = self.bounds(io)
+        per_channel = self.per_channel(io)
+        geometry = axis_split(io.ins[0].shape, self.axis(io)) if per_channel else {}
+        return dict(geometry, per_channel=per_channel, size=io.ins[0].size, mantissa=int(m[0]), exponent=int(k[0]),
+                    output_zp=int(io.attrs.get("output_zp", 0)), lo=lo, hi=hi)
