@@ -109,7 +109,8 @@ def _layer(schedule: Schedule, k: int) -> Layer | None:
 
 def chains(schedule: Schedule) -> list[list[Layer]]:
     """Maximal chains of steps that can run band by band, each reading the one before, whose intermediate
-    results feed only the next step (and are no model output). Only chains with a window step."""
+    results feed only the next step (and are no model output or next state), up to a global average pool. Only
+    chains with a window step."""
     users: dict[str, list[int]] = {}
     for k, step in enumerate(schedule.steps):
         for n in dict.fromkeys(step.inputs):
@@ -120,10 +121,10 @@ def chains(schedule: Schedule) -> list[list[Layer]]:
         if layer is None or k in taken:
             continue
         chain = [layer]
-        while True:
+        while not chain[-1].pool:  # a global pool ends a chain: its output exists only after the last band
             out = schedule.steps[chain[-1].index].outputs[0]
             nxt = users.get(out, [])
-            if out in schedule.outputs or len(nxt) != 1:
+            if out in schedule.live_out() or len(nxt) != 1:
                 break
             following = _layer(schedule, nxt[0])
             if following is None or schedule.steps[nxt[0]].inputs.count(out) != 1 \
@@ -136,10 +137,17 @@ def chains(schedule: Schedule) -> list[list[Layer]]:
     return found
 
 
+def streamable(chain: list[Layer], n: int) -> bool:
+    """Whether the first n steps of a chain make a stage: it holds a window step before any global pool and ends
+    with a layer's last row-wise step."""
+    stage = chain[:n]
+    return not (n < len(chain) and chain[n].row_wise) and any(layer.window and not layer.pool for layer in stage)
+
+
 def _band_rows(stage: list[Layer], rows: int) -> list[list[tuple[int, int]]]:
     """Per layer, per band: the output rows [lo, hi) it computes (going backwards from the stage's bands; a
     global pool at the end sums the rows of its input band by band: its own output is whole after the last)."""
-    if stage[-1].pool:
+    if stage[-1].pool and len(stage) > 1:
         ranges = _band_rows(stage[:-1], rows)
         return ranges + [[(0, 0)] * (len(ranges[-1]) - 1) + [(0, 1)]]
     last = stage[-1].rows_out
@@ -217,9 +225,9 @@ class _Builder:
         part = self.buffer(y, 0, f"p{rows.lo}", (1, 1, 1, c))
         attrs = {"pad": [0, 0, 0, 0], "stride": [1, 1], "dilation": [1, 1], "input_zp": int(pool.attrs.get(
             "input_zp", 0)), "weight_zp": 0, "acc_type": "i32"}
-        self.steps.append(Step("DEPTHWISE_CONV2D", [rows.name, self.const("pool_ones", np.ones((r, w, c, 1), np.int8)),
-                                                    self.const("pool_zero", np.zeros(c, np.int32))],
-                               [part], attrs, source))
+        ones = self.const("pool_ones", np.ones((r, w, c, 1), np.int8), "i8")
+        self.steps.append(Step("DEPTHWISE_CONV2D", [rows.name, ones, self.const("pool_zero", np.zeros(c, np.int32),
+                                                                               "i32")], [part], attrs, source))
         if total is None:
             return part
         joined = self.buffer(y, 0, f"j{rows.lo}", (1, 2, 1, c))
@@ -228,13 +236,12 @@ class _Builder:
         self.steps.append(Step("REDUCE_SUM", [joined], [acc], {"axis": 1}, source))
         return acc
 
-    def const(self, base: str, values: np.ndarray) -> str:
+    def const(self, base: str, values: np.ndarray, dtype: str) -> str:
         """A constant holding `values` (one per content)."""
-        key = (values.dtype.str, values.shape, values.tobytes())
+        key = (dtype, values.shape, values.tobytes())
         if key not in self.consts:
             name = self.schedule.fresh_name(base)
-            self.schedule.add_buffer(Buffer(name, values.shape, DTYPES["i8" if values.dtype == np.int8 else "i32"],
-                                            CONST, values))
+            self.schedule.add_buffer(Buffer(name, values.shape, DTYPES[dtype], CONST, values))
             self.consts[key] = name
         return self.consts[key]
 
@@ -376,14 +383,18 @@ def _later_passes() -> list:
     return PASSES[PASSES.index(patch_based_execution) + 1:]
 
 
-def _plan(schedule: Schedule, place: bool) -> tuple[MemoryPlan, Cost]:
-    """Run the passes after this one on `schedule` (a copy) and plan its memory."""
-    # imported here: the fusion passes must register (in passes.py's order) after this one
+def _memory_plan(schedule: Schedule, place: bool) -> MemoryPlan:
+    # imported here: the fusion passes (memory.py imports fuse.py) must register after this pass (passes.py)
     from .memory import memory_plan
 
+    return memory_plan(schedule, place)
+
+
+def _plan(schedule: Schedule, place: bool) -> tuple[MemoryPlan, Cost]:
+    """Run the passes after this one on `schedule` (a copy) and plan its memory."""
     for later in _later_passes():
         later(schedule)
-    plan = memory_plan(schedule, place)
+    plan = _memory_plan(schedule, place)
     return plan, cost(schedule, plan)
 
 
@@ -401,7 +412,8 @@ class _Search:
         # the layer-wise live bytes at each schedule step (its execution position's; fused steps: the group's last)
         order = [k for k, _ in execution_order(layer_wise)]
         self.live = {k: plan.live_bytes[p] for p, k in enumerate(order)} if plan.live_bytes else {}
-        self.found: dict[tuple[int, int, int, bool], Candidate] = {}
+        self.trials: dict[tuple[int, int, int], Schedule] = {}  # transformed copies, the later passes run
+        self.found: dict[tuple[tuple[int, int, int], bool], Candidate] = {}
 
     def rest(self, stage: list[Layer]) -> int:
         """The most bytes live at once outside the stage (they stay: the layer-wise plan's)."""
@@ -409,17 +421,24 @@ class _Search:
         return max((v for k, v in self.live.items() if k not in inside), default=0)
 
     def evaluate(self, c: int, n: int, rows: int, place: bool = False) -> Candidate:
-        key = (c, n, rows, place)
-        if key not in self.found:
+        """The candidate's arena (placed) or live-set bound (not placed), and its cost."""
+        key = (c, n, rows)
+        if key not in self.trials:
             trial = _copy(self.schedule)
             stream(trial, self.chains[c][:n], rows)
-            plan, counts = _plan(trial, place)
+            for later in _later_passes():
+                later(trial)
+            self.trials[key] = trial
+        if (key, place) not in self.found:
+            trial = self.trials[key]
+            plan = _memory_plan(trial, place)
+            counts = cost(trial, plan)
             extra = counts.instructions - self.base_cost.instructions
-            self.found[key] = Candidate(c, n, rows, plan.arena_size, plan.lower_bound,
-                                        counts.copied_bytes - self.base_cost.copied_bytes,
-                                        counts.calls - self.base_cost.calls,
-                                        extra / max(MAC_COST * self.base_cost.macs, 1.0), place)
-        return self.found[key]
+            self.found[key, place] = Candidate(c, n, rows, plan.arena_size, plan.lower_bound,
+                                               counts.copied_bytes - self.base_cost.copied_bytes,
+                                               counts.calls - self.base_cost.calls,
+                                               extra / max(MAC_COST * self.base_cost.macs, 1.0), place)
+        return self.found[key, place]
 
     def ends(self, c: int) -> list[int]:
         """Stage lengths worth trying: a stage ends after a layer's row-wise steps, holds a window step, and its
@@ -427,7 +446,7 @@ class _Search:
         chain, found = self.chains[c], []
         for n in range(1, len(chain) + 1):
             stage = chain[:n]
-            if n < len(chain) and chain[n].row_wise or not any(layer.window for layer in stage):
+            if not streamable(chain, n):
                 continue
             first = _band_rows(stage, 1)[0]
             if len(first) >= 3 and 2 * first[0][1] <= stage[0].rows_out:
@@ -453,12 +472,13 @@ class _Search:
                 if worse >= 2:
                     break  # deeper stages only hold more halos
             if goal.policy == "min" and goal.arena_limit is None:
-                continue
+                continue  # one-row bands have the smallest arenas
             ranked = sorted((f for f in self.found.values() if f.chain == c), key=lambda f: f.bound)[:3]
-            for cand in ranked:
+            for cand in ranked:  # taller bands cost less and need more: up to the first the goal accepts
                 for rows in self.heights(c, cand.steps)[1:]:
                     taller = self.evaluate(c, cand.steps, rows)
-                    if taller.bound >= self.base.bound or taller.overhead <= BALANCED_OVERHEAD / 3:
+                    if taller.bound >= self.base.bound or (taller.bound > goal.arena_limit if goal.arena_limit
+                                                           is not None else taller.overhead <= BALANCED_OVERHEAD):
                         break
         return [self.base, *self.found.values()]
 
@@ -481,7 +501,8 @@ def choose(schedule: Schedule, goal: MemoryGoal) -> tuple[Candidate, Candidate]:
     search = _Search(schedule)
     if goal.stage is not None:
         n, rows = goal.stage
-        if not search.chains or rows < 1 or not 1 <= n <= len(search.chains[0]):
+        if not search.chains or rows < 1 or not 1 <= n <= len(search.chains[0]) \
+                or not streamable(search.chains[0], n):
             raise QcError(f"no patch configuration {goal.stage} (steps of the first chain, rows per band)")
         return search.base, search.evaluate(0, n, rows, True)
     key = _objective(goal)
