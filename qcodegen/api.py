@@ -25,7 +25,7 @@ from .compiler import plan as plan_graph
 from .errors import QcError
 from .frontends import load_model
 from .ir.graph import Graph
-from .ir.schedule import Schedule
+from .ir.schedule import MEMORY_POLICIES, MemoryGoal, Schedule
 from .kernels import KernelPlan
 from .output_folder import OutputFolder
 from .reference.executor import check_inputs, sequence_frames
@@ -40,10 +40,23 @@ def load(path: str | Path) -> Graph:
     return load_model(path)
 
 
-def plan(model: Model, *, hybrid: str | None = None) -> Schedule:
-    """Lower and plan a model: the Schedule of integer steps with its memory plan and range proofs."""
+def memory_goal(memory: str | None = None, arena_limit: int | None = None) -> MemoryGoal:
+    """What the memory planner aims at (docs/semantics.md §10.2): a policy (`MEMORY_POLICIES`; default
+    "balanced") or, with `arena_limit`, the plan with the fewest extra instructions whose arena fits that many
+    bytes."""
+    if memory is not None and memory not in MEMORY_POLICIES:
+        raise QcError(f"memory policy {memory!r}: expected one of {', '.join(MEMORY_POLICIES)}")
+    if arena_limit is not None and arena_limit < 0:
+        raise QcError(f"--arena-limit must be a number of bytes >= 0, got {arena_limit}")
+    return MemoryGoal(memory or "balanced", arena_limit)
+
+
+def plan(model: Model, *, hybrid: str | None = None, memory: str | None = None,
+         arena_limit: int | None = None) -> Schedule:
+    """Lower and plan a model: the Schedule of integer steps with its memory plan and range proofs. `memory`,
+    `arena_limit`: the memory goal (`memory_goal`)."""
     graph = model if isinstance(model, Graph) else load(model)
-    return plan_graph(graph, hybrid=hybrid)
+    return plan_graph(graph, hybrid=hybrid, memory=memory_goal(memory, arena_limit))
 
 
 @dataclass
@@ -75,7 +88,8 @@ def _source_hash(model: Model) -> str | None:
 
 def compile(model: Model, output: str | Path | None = None, *, target: str = "generic", name: str | None = None,
             harness: bool = False, weight_layout: str | None = None, hybrid: str | None = None,
-            force: bool = False, profile: bool = False) -> CompileResult:
+            force: bool = False, profile: bool = False, memory: str | None = None,
+            arena_limit: int | None = None) -> CompileResult:
     """Generate the C folder of `model` for `target` and its reports (`<name>_report.{txt,json,html,csv}`), build
     files (`CMakeLists.txt`, `<name>.mk`) and metadata (`<name>.json`).
 
@@ -84,7 +98,7 @@ def compile(model: Model, output: str | Path | None = None, *, target: str = "ge
     one inference on the target (under QEMU) and add the instructions (and estimated cycles) of each layer to the
     reports."""
     tgt = load_target(target, weight_layout)
-    schedule = plan(model, hybrid=hybrid)
+    schedule = plan(model, hybrid=hybrid, memory=memory, arena_limit=arena_limit)
     cname = c_identifier(name or schedule.name)
     folder = OutputFolder(Path(output) if output is not None else Path(cname), force=force)
     folder.prepare()
@@ -104,7 +118,8 @@ def compile(model: Model, output: str | Path | None = None, *, target: str = "ge
     files = list(generated.files)
     files += _write_reports(folder.path, cname, report)
     files += write_build_files(generated, tgt)
-    options = {"harness": harness, "weight_layout": tgt.extra.get("weight_layout", "compact"), "hybrid": hybrid}
+    options = {"harness": harness, "weight_layout": tgt.extra.get("weight_layout", "compact"), "hybrid": hybrid,
+               "memory": schedule.memory_goal.policy, "arena_limit": arena_limit}
     files.append(write_metadata(generated, tgt, report, options, _source_hash(model)))
     files.append(folder.commit(files, {"name": cname, "target": tgt.name}))
     return CompileResult(cname, tgt.name, folder.path, files, schedule.arena_size, schedule.arena_lower_bound,
@@ -142,13 +157,13 @@ def _write_reports(outdir: Path, name: str, report: dict[str, Any]) -> list[Path
 
 
 def run(model: Model, inputs: Sequence[np.ndarray], *, target: str = "generic", weight_layout: str | None = None,
-        hybrid: str | None = None) -> list[np.ndarray]:
+        hybrid: str | None = None, memory: str | None = None, arena_limit: int | None = None) -> list[np.ndarray]:
     """Run the generated C once on `inputs` (arrays of the model's exact input types and shapes); the outputs.
 
     A streaming model (docs/semantics.md §13) starts from its initial state; it also takes a sequence: every input
     with a leading axis of one length T, run as T invocations on one state, the outputs stacked the same way."""
     tgt = load_target(target, weight_layout)
-    schedule = plan(model, hybrid=hybrid)
+    schedule = plan(model, hybrid=hybrid, memory=memory, arena_limit=arena_limit)
     frames, stacked = sequence_frames(schedule, list(inputs)) if schedule.state else \
         ([check_inputs(schedule, list(inputs))], False)
     from .verify import get_runner
@@ -160,24 +175,27 @@ def run(model: Model, inputs: Sequence[np.ndarray], *, target: str = "generic", 
 
 
 def profile(model: Model, *, target: str, weight_layout: str | None = None, hybrid: str | None = None,
-            seed: int = 0) -> list[Any]:
+            seed: int = 0, memory: str | None = None, arena_limit: int | None = None) -> list[Any]:
     """Instructions (and estimated cycles) of each layer of one inference on `target` (a target whose runner counts
     instructions under QEMU): `LayerCount` rows in execution order, then the rest of the run function."""
     from .verify.profile import profile as profile_layers
 
-    return profile_layers(plan(model, hybrid=hybrid), load_target(target, weight_layout), seed=seed)
+    return profile_layers(plan(model, hybrid=hybrid, memory=memory, arena_limit=arena_limit),
+                          load_target(target, weight_layout), seed=seed)
 
 
 def inspect(model: Model, *, hybrid: str | None = None, target: str = "generic",
-            weight_layout: str | None = None) -> dict[str, Any]:
+            weight_layout: str | None = None, memory: str | None = None,
+            arena_limit: int | None = None) -> dict[str, Any]:
     """The plan as data: per-step records (`steps`), layers in execution order (`layers`, with the kernel each runs
     on `target` and why), the arena's tensors (`arena`), totals (`macs`, `weights_bytes`: the arrays `compile`
-    writes for that target and weight layout, `arena_bytes`, `arena_lower_bound_bytes`) and planner notes. The
+    writes for that target and weight layout, `arena_bytes`, `arena_lower_bound_bytes`, `arena_layer_bound_bytes`),
+    the memory goal and patch-based execution (`memory_goal`, `patching`, `recomputed_macs`) and planner notes. The
     model is rendered (not written) for the target: its kernel plan is what `compile` writes."""
     from .codegen.render import render_model
 
     tgt = load_target(target, weight_layout)
-    schedule = plan(model, hybrid=hybrid)
+    schedule = plan(model, hybrid=hybrid, memory=memory, arena_limit=arena_limit)
     return inspect_dict(schedule, render_model(schedule, tgt).plan, tgt.name)
 
 
@@ -223,6 +241,11 @@ class VerifyOptions:
     max_error_lsb: float | None
     progress: Progress | None
     float_model: Path | None = None
+    memory: str | None = None
+    arena_limit: int | None = None
+
+    def plan(self, model: Model) -> Schedule:
+        return plan(model, hybrid=self.hybrid, memory=self.memory, arena_limit=self.arena_limit)
 
 
 Oracle = Callable[[Model, VerifyOptions], Any]
@@ -259,7 +282,7 @@ def _model_file(model: Model, suffix: str, against: str, what: str) -> Path:
 def _against_reference(model: Model, options: VerifyOptions) -> Any:
     from .verify import verify_schedule
 
-    schedule = plan(model, hybrid=options.hybrid)
+    schedule = options.plan(model)
     return _generated_run(schedule, options, lambda g, r: verify_schedule(
         schedule, g, r, samples=options.samples, seed=options.seed, progress=options.progress))
 
@@ -269,7 +292,7 @@ def _against_tflm(model: Model, options: VerifyOptions) -> Any:
     path = _model_file(model, ".tflite", "tflm", "a .tflite model")
     from .verify.tflm_oracle import verify_against_tflm
 
-    schedule = plan(path, hybrid=options.hybrid)
+    schedule = options.plan(path)
     return _generated_run(schedule, options, lambda g, r: verify_against_tflm(
         path, schedule, g, r, samples=options.samples, seed=options.seed, progress=options.progress))
 
@@ -278,7 +301,7 @@ def _against_tflm(model: Model, options: VerifyOptions) -> Any:
 def _against_tosa(model: Model, options: VerifyOptions) -> Any:
     from .verify.tosa_oracle import verify_against_tosa
 
-    return verify_against_tosa(plan(model, hybrid=options.hybrid), samples=options.samples, seed=options.seed,
+    return verify_against_tosa(options.plan(model), samples=options.samples, seed=options.seed,
                                progress=options.progress)
 
 
@@ -299,7 +322,7 @@ def _against_float(model: Model, options: VerifyOptions) -> Any:
     from .verify.float_accuracy import float_definition, verify_against_float
 
     definition = float_definition(path, load(path))
-    schedule = plan(path, hybrid=options.hybrid)
+    schedule = options.plan(path)
     tolerance = 0.0 if options.max_error_lsb is None else options.max_error_lsb
     return _generated_run(schedule, options, lambda g, r: verify_against_float(
         definition, schedule, g, r, samples=options.samples, seed=options.seed, tolerance_lsb=tolerance,
@@ -332,7 +355,7 @@ def _against_float_model(model: Model, options: VerifyOptions) -> Any:
     assert options.float_model is not None
     if not options.float_model.is_file():
         raise QcError(f"{options.float_model}: no such file")
-    schedule = plan(model, hybrid=options.hybrid)
+    schedule = options.plan(model)
     return _generated_run(schedule, options, lambda g, r: verify_against_float_model(
         options.float_model, schedule, g, r, samples=options.samples, seed=options.seed,
         tolerance_lsb=options.max_error_lsb))
@@ -340,7 +363,8 @@ def _against_float_model(model: Model, options: VerifyOptions) -> Any:
 
 def verify(model: Model, *, target: str = "generic", against: str = "reference", samples: int = 10, seed: int = 0,
            weight_layout: str | None = None, hybrid: str | None = None, max_error_lsb: float | None = None,
-           progress: Progress | None = None, float_model: str | Path | None = None) -> Any:
+           progress: Progress | None = None, float_model: str | Path | None = None, memory: str | None = None,
+           arena_limit: int | None = None) -> Any:
     """Check the generated C of `model` against an oracle (`ORACLES`: reference, tflm, tosa-ref, golden, float,
     onnxruntime, onnx-ref).
 
@@ -356,5 +380,6 @@ def verify(model: Model, *, target: str = "generic", against: str = "reference",
     if float_model is not None and against != "float":
         raise QcError("--float-model goes with --against float")
     options = VerifyOptions(load_target(target, weight_layout), samples, seed, hybrid, max_error_lsb, progress,
-                            None if float_model is None else Path(float_model))
+                            None if float_model is None else Path(float_model), memory, arena_limit)
+    memory_goal(memory, arena_limit)  # a bad goal is a usage error even for oracles that do not plan
     return ORACLES[against][1](model, options)

@@ -13,6 +13,7 @@ import numpy as np
 from . import __version__, api
 from .compiler import HYBRID_MODES
 from .errors import QcError
+from .ir.schedule import MEMORY_POLICIES
 from .kernels import WEIGHT_LAYOUTS
 from .progress import Progress
 from .report import inspect_text
@@ -32,7 +33,7 @@ class _Parser(argparse.ArgumentParser):
 def _compile(args: argparse.Namespace) -> int:
     result = api.compile(args.model, args.output, target=args.target, name=args.name, harness=args.harness,
                          weight_layout=args.weight_layout, hybrid=args.hybrid, force=args.force,
-                         profile=args.profile)
+                         profile=args.profile, **_memory_args(args))
     rom = f", ROM {result.rom_bytes:,} B (code {result.code_bytes:,} + weights {result.weights_bytes:,})" \
         if result.rom_bytes is not None else f", weights {result.weights_bytes:,} B"
     print(f"wrote {len(result.files)} files to {result.outdir}/ ({result.name}_run for {result.target}, arena "
@@ -56,7 +57,8 @@ def _run(args: argparse.Namespace) -> int:
         parent = Path(path).resolve().parent
         if not parent.is_dir():
             raise QcError(f"{path}: the folder {parent} does not exist")
-    outputs = api.run(args.model, inputs, target=args.target, weight_layout=args.weight_layout, hybrid=args.hybrid)
+    outputs = api.run(args.model, inputs, target=args.target, weight_layout=args.weight_layout, hybrid=args.hybrid,
+                      **_memory_args(args))
     if len(args.output) != len(outputs):
         raise QcError(f"model has {len(outputs)} output(s); got {len(args.output)} -o file(s)")
     for path, arr in zip(args.output, outputs, strict=True):
@@ -70,7 +72,7 @@ def _verify(args: argparse.Namespace) -> int:
         result = api.verify(args.model, target=args.target, against=args.against, samples=args.samples,
                             seed=args.seed, weight_layout=args.weight_layout, hybrid=args.hybrid,
                             max_error_lsb=args.max_error_lsb, progress=progress.update,
-                            float_model=args.float_model)
+                            float_model=args.float_model, **_memory_args(args))
     finally:
         progress.close()
     if args.json:
@@ -95,14 +97,15 @@ def _profile(args: argparse.Namespace) -> int:
     from .verify.profile import as_json, table
 
     rows = api.profile(args.model, target=args.target, weight_layout=args.weight_layout, hybrid=args.hybrid,
-                       seed=args.seed)
+                       seed=args.seed, **_memory_args(args))
     target = load_target(args.target, args.weight_layout)
     print(json.dumps(as_json(rows, target)) if args.json else table(rows))
     return EXIT_OK
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    report = api.inspect(args.model, hybrid=args.hybrid, target=args.target, weight_layout=args.weight_layout)
+    report = api.inspect(args.model, hybrid=args.hybrid, target=args.target, weight_layout=args.weight_layout,
+                         **_memory_args(args))
     print(json.dumps(report) if args.json else inspect_text(report))
     return EXIT_OK
 
@@ -139,6 +142,20 @@ def _weight_layout_option(p: argparse.ArgumentParser) -> None:
                         "kernels gain from more flash (Cortex-M4/M7: int16 pairs for SMLAD, twice the bytes)")
 
 
+def _memory_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--memory", choices=MEMORY_POLICIES, default=None,
+                   help="memory goal (docs/semantics.md §10.2): speed: the layer-wise plan, no patch-based "
+                        "execution; balanced (default): the smallest arena whose estimated extra instructions "
+                        "stay within 3%%; min: the smallest arena found")
+    p.add_argument("--arena-limit", type=int, default=None, metavar="BYTES",
+                   help="instead of --memory: the plan with the fewest estimated extra instructions whose arena "
+                        "fits BYTES (an error when none does)")
+
+
+def _memory_args(args: argparse.Namespace) -> dict:
+    return {"memory": args.memory, "arena_limit": args.arena_limit}
+
+
 def _hybrid_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hybrid", choices=HYBRID_MODES, default=None,
                    help="kernel of hybrid ops (float lhs, quantized weights): weight-only (default) or "
@@ -168,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--profile", action="store_true",
                    help="run one inference on the target (QEMU) and add instructions per layer to the reports")
     _hybrid_option(c)
+    _memory_options(c)
     _weight_layout_option(c)
     c.set_defaults(func=_compile)
 
@@ -180,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-o", "--output", action="extend", nargs="+", default=[], required=True, metavar="OUT.npy",
                    help="where to write the outputs, in model order (repeat -o or list several)")
     _hybrid_option(r)
+    _memory_options(r)
     _weight_layout_option(r)
     r.set_defaults(func=_run)
 
@@ -201,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="--against float: the float model the quantized model was made from; reports RMSE, MAE, "
                         "max error, L2 relative error and cosine similarity per output and per layer")
     _hybrid_option(v)
+    _memory_options(v)
     _weight_layout_option(v)
     v.set_defaults(func=_verify)
 
@@ -211,6 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--seed", type=int, default=0, help="seed of the random input")
     pr.add_argument("--json", action="store_true", help="print one JSON object")
     _hybrid_option(pr)
+    _memory_options(pr)
     _weight_layout_option(pr)
     pr.set_defaults(func=_profile)
 
@@ -220,6 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--json", action="store_true", help="print one JSON object (docs/schemas/inspect.schema.json)")
     _hybrid_option(i)
     _weight_layout_option(i)
+    _memory_options(i)
     i.set_defaults(func=_inspect)
 
     t = _command(sub, "targets", "list targets and whether this machine can build and run them")

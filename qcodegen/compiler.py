@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import primitives
 from .errors import GraphError, QcError
 from .ir.graph import Graph
-from .ir.schedule import Schedule
+from .ir.schedule import MemoryGoal, Schedule
 from .lower import lower_graph
 from .plan.memory import plan_memory
 from .plan.passes import run_passes
@@ -22,15 +22,18 @@ def check_schedule(schedule: Schedule) -> None:
             raise type(exc)(f"step {k}{where}: {exc}") from None
 
 
-def plan(graph: Graph, hybrid: str | None = None) -> Schedule:
+def plan(graph: Graph, hybrid: str | None = None, memory: MemoryGoal | None = None) -> Schedule:
     """hybrid: the kernel of hybrid ops (float lhs, quantized constant weights; docs/schemes.md), one of
-    HYBRID_MODES; None keeps the graph's option (default "weight-only")."""
+    HYBRID_MODES; None keeps the graph's option (default "weight-only"). memory: what the memory planner aims at
+    (default: MemoryGoal(), the "balanced" policy; docs/semantics.md §10.2)."""
     if hybrid is not None:
         if hybrid not in HYBRID_MODES:
             raise QcError(f"hybrid mode {hybrid!r}: expected one of {', '.join(HYBRID_MODES)}")
         graph.options["hybrid"] = hybrid
     graph.validate()
     schedule = lower_graph(graph)
+    if memory is not None:
+        schedule.memory_goal = memory
     check_schedule(schedule)
     run_passes(schedule)
     check_schedule(schedule)

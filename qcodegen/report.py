@@ -103,6 +103,7 @@ def inspect_dict(schedule: Schedule, plan: KernelPlan | None = None, target: str
         })
         if schedule.state:  # outputs written into a state's memory
             steps[-1]["state"] = {b.name: b.home for b in io.outs if b.home is not None}
+    p = schedule.patching
     return {
         "name": schedule.name,
         "target": target,
@@ -110,6 +111,13 @@ def inspect_dict(schedule: Schedule, plan: KernelPlan | None = None, target: str
         "kernel_family": plan.family,
         "arena_bytes": schedule.arena_size,
         "arena_lower_bound_bytes": schedule.arena_lower_bound,
+        "arena_layer_bound_bytes": schedule.layer_bound or schedule.arena_lower_bound,
+        "memory_goal": {"policy": schedule.memory_goal.policy, "arena_limit": schedule.memory_goal.arena_limit},
+        "recomputed_macs": p.recomputed_macs if p else 0,
+        "patching": None if p is None else {
+            "sources": list(p.sources), "steps": p.steps, "output": p.output, "rows": p.rows, "bands": p.bands,
+            "recomputed_macs": p.recomputed_macs, "copied_bytes": p.copied_bytes, "extra_steps": p.extra_steps,
+            "estimated_overhead": round(p.estimated_overhead, 4)},
         "weights_bytes": plan.weights_bytes,
         "weights_arrays": len(plan.arrays),
         "kernel_files": [f.rsplit("/", 1)[-1] for f in plan.files],
@@ -146,10 +154,19 @@ def _io(schedule: Schedule, name: str) -> dict[str, Any]:
 def inspect_text(d: dict[str, Any]) -> str:
     """The text form of a report dictionary (`inspect_dict`)."""
     where = f"; target {d['target']}, weight layout {d['weight_layout']}" if "weight_layout" in d else ""
+    goal = d["memory_goal"]
     lines = [f"model {d['name']}: {len(d['steps'])} steps, {d['macs']:,} MACs, weights {d['weights_bytes']:,} B "
              f"({d.get('weights_arrays', 0)} arrays{where}), arena {d['arena_bytes']:,} B (live-set lower bound "
-             f"{d['arena_lower_bound_bytes']:,} B)"
+             f"{d['arena_lower_bound_bytes']:,} B; layer-wise bound {d['arena_layer_bound_bytes']:,} B; memory "
+             f"{goal['policy']}" + (f", arena limit {goal['arena_limit']:,} B" if goal["arena_limit"] is not None
+                                    else "") + ")"
              + (f", state {d['state_bytes']:,} B in {len(d['state'])} variable(s)" if d["state"] else "")]
+    if d["patching"]:
+        p = d["patching"]
+        lines.append(f"patch-based execution: {p['steps']} steps ({p['sources'][0]} .. {p['sources'][-1]}) in "
+                     f"{p['bands']} bands of {p['rows']} row(s) of {p['output']!r}; recomputed MACs "
+                     f"{p['recomputed_macs']:,}, {p['copied_bytes']:,} B more copied, {p['extra_steps']} more "
+                     f"kernel calls, about {100 * p['estimated_overhead']:.1f}% more instructions (cost model)")
     header = (f"{'#':>3}  {'op':<18} {'output shape':<18} {'MACs':>11}  {'mult/shift':<22} {'acc bound':<26} "
               f"{'arena':<9} kernel")
     lines += [header, "-" * len(header)]

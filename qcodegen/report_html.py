@@ -66,12 +66,16 @@ def arena_timeline_svg(report: dict[str, Any], width: int = 1100, height: int = 
                      f'height="{max(y0 - y1, 1):.1f}" fill="{_color(b["name"])}" stroke="#334" stroke-width="0.4">'
                      f'<title>{_e(tip)}</title></rect>')
     bound = report["arena_lower_bound_bytes"]
-    if bound:
-        yb = y(bound)
+    layer_bound = report.get("arena_layer_bound_bytes", bound)
+    for value, label, color in ((bound, "live-set lower bound", "#c0392b"),
+                                (layer_bound if layer_bound != bound else 0, "layer-wise bound", "#8e44ad")):
+        if not value or value > size:
+            continue
+        yb = y(value)
         label_y = yb + 13 if yb < top + 14 else yb - 4
-        parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{yb:.1f}" y2="{yb:.1f}" stroke="#c0392b" '
+        parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{yb:.1f}" y2="{yb:.1f}" stroke="{color}" '
                      f'stroke-dasharray="6 4"/><text x="{left + plot_w - 4}" y="{label_y:.1f}" text-anchor="end" '
-                     f'fill="#c0392b">live-set lower bound {bound:,} B</text>')
+                     f'fill="{color}">{label} {value:,} B</text>')
     for frac in (0, 0.25, 0.5, 0.75, 1):
         v = round(size * frac)
         parts.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:,}</text>')
@@ -111,7 +115,9 @@ def _cards(report: dict[str, Any]) -> str:
     items = [("MACs", _num(report["macs"])),
              ("weights (flash)", f'{report["weights_bytes"]:,} B'),
              ("arena", f'{report["arena_bytes"]:,} B'),
-             ("arena lower bound", f'{report["arena_lower_bound_bytes"]:,} B')]
+             ("arena lower bound (executed schedule)", f'{report["arena_lower_bound_bytes"]:,} B'),
+             ("layer-wise bound", f'{report.get("arena_layer_bound_bytes", report["arena_lower_bound_bytes"]):,} B'),
+             ("recomputed MACs", _num(report.get("recomputed_macs", 0)))]
     if rom:
         items.append(("ROM = " + " + ".join(rom["parts"]), f'{rom["bytes"]:,} B'))
     if ram:
@@ -168,8 +174,10 @@ def render_html(report: dict[str, Any]) -> str:
             "<h2>Inputs and outputs</h2>", _io_table(report),
             "<h2>Arena timeline</h2><figure>", arena_timeline_svg(report),
             f"<figcaption>Each box is a tensor in the {report['arena_bytes']:,}-byte arena: its lifetime (layers, "
-            "execution order) across, its bytes up. The dashed line is the live-set lower bound: the most bytes "
-            "live across one layer.</figcaption></figure>",
+            "execution order) across, its bytes up (a view -- a CONCAT input, a SLICE -- lies inside the tensor it "
+            "views). The dashed lines are the live-set lower bound of the executed schedule, the most bytes live "
+            "across one layer, and (with patch-based execution) the layer-wise bound, where every layer's whole "
+            "input and output are live at once.</figcaption></figure>",
             "<h2>MACs per layer</h2><figure>", bars_svg(labels, [layer["macs"] for layer in layers], "MACs"),
             "</figure>"]
     if report.get("instructions_per_layer"):

@@ -53,6 +53,38 @@ class Widening:
     bound: tuple[int, int]  # the proven bound of the exact value (before saturation)
 
 
+MEMORY_POLICIES = ("speed", "balanced", "min")
+
+
+@dataclass(frozen=True)
+class MemoryGoal:
+    """What the memory planner aims at (docs/semantics.md §10.2). `policy`: "speed" (no patch-based execution),
+    "balanced" (the smallest arena whose estimated extra instructions stay within a few percent), "min" (the
+    smallest arena); `arena_limit`: instead, the cheapest plan whose arena fits that many bytes. `stage`: run
+    exactly this patch configuration, (steps of the chain, output rows per band), for measurements."""
+
+    policy: str = "balanced"
+    arena_limit: int | None = None
+    stage: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class Patching:
+    """A planner decision (qcodegen/plan/patches.py): the leading `steps` of a chain of window and row-wise steps
+    run band by band, `rows` rows of `output` at a time; each band computes only rows no earlier band computed,
+    the rows a window still needs from the band before (its halo) are carried over."""
+
+    sources: tuple[str, ...]  # the source ops of the streamed steps, in order
+    steps: int  # primitive steps streamed
+    output: str  # the stage's output buffer, assembled band by band
+    rows: int  # rows of `output` per band
+    bands: int
+    recomputed_macs: int  # MACs computed more than once (halos are carried, not recomputed)
+    copied_bytes: int  # bytes the band windows and carried halos copy (what views do not cover)
+    extra_steps: int  # steps the generated code runs beyond the layer-wise schedule's
+    estimated_overhead: float  # extra instructions of the cost model, as a fraction of the layer-wise plan's
+
+
 @dataclass
 class Step:
     op: str  # primitive name, e.g. "CONV2D"
@@ -122,6 +154,10 @@ class Schedule:
     # fusion (qcodegen/plan/fuse.py): index of the last step of a group -> one fused step computing the group
     fused: dict[int, Step] = field(default_factory=dict)
     state: list[StateVar] = field(default_factory=list)  # in the order of the generated state struct
+    memory_goal: MemoryGoal = field(default_factory=MemoryGoal)
+    # the live-set bound of the layer-wise schedule (every step's whole operands live at once), before patching
+    layer_bound: int = 0
+    patching: Patching | None = None
 
     def live_out(self) -> set[str]:
         """Buffers whose values outlive the run: the outputs and the next values of the state (never fused away)."""

@@ -20,7 +20,9 @@ def run_passes(schedule: Schedule) -> None:
         p(schedule)
 
 
-# registration order is run order: constant layouts, the rewrites, then the folding, then the fusion passes
+# registration order is run order: constant layouts, the rewrites, the folding, patch-based execution, fusion
 from . import constants  # noqa: E402,F401,I001
 from . import rewrite  # noqa: E402,F401,I001
-from . import fold, fuse  # noqa: E402,F401
+from . import fold  # noqa: E402,F401,I001
+from . import patches  # noqa: E402,F401,I001
+from . import fuse  # noqa: E402,F401,I001

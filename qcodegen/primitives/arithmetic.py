@@ -24,7 +24,6 @@ class Abs(Pointwise):
     name = "ABS"
     arity = 1
     in_types = ("i32",)
-    inplace = True
 
     def compute(self, io: StepIO, a: np.ndarray) -> np.ndarray:
         return _fits_i32(self.name, np.abs(a), "the result")
@@ -68,7 +67,6 @@ class Negate(Pointwise):
 
     name = "NEGATE"
     arity = 1
-    inplace = True
 
     @staticmethod
     def zero_points(io: StepIO) -> tuple[int, int]:

@@ -40,9 +40,21 @@ class Primitive:
     # input element at the same flat index, read before it is written, and elements are no wider).
     inplace: ClassVar[bool] = False
 
+    def inplace_inputs(self, io: StepIO) -> tuple[int, ...]:
+        """The inputs whose memory output 0 may be written over (the memory planner takes the first one that
+        dies at this step): input 0 when `inplace`. Element-wise ops whose every input element is read before
+        the output element at the same index is written may offer each input of the output's shape."""
+        return (0,) if self.inplace else ()
+
     @property
     def template(self) -> str:
         return f"{self.name.lower()}.c.j2"
+
+    def views(self, io: StepIO) -> list[tuple[int, int, int]]:
+        """Data movement that copies nothing when an operand lies inside another: (view, viewed, byte offset)
+        triples, operands numbered inputs first, then outputs. The memory planner stores each view `offset`
+        bytes into the buffer it views where it can; the step leaves out the copies that already hold."""
+        return []
 
     def infer_shapes(self, io: StepIO) -> list[tuple[int, ...]]:
         """Output shapes implied by the inputs and attributes."""
@@ -74,6 +86,11 @@ class Primitive:
     def template_context(self, io: StepIO) -> dict[str, Any]:
         """Derived values for the template (loop bounds, flags)."""
         return {}
+
+
+def full_shape_inputs(io: StepIO) -> tuple[int, ...]:
+    """The inputs with the output's shape (not broadcast): those an element-wise loop may write over."""
+    return tuple(i for i, b in enumerate(io.ins) if b.shape == io.outs[0].shape)
 
 
 def require(condition: bool, message: str) -> None:

@@ -82,7 +82,6 @@ class BitwiseXor(_Bitwise):
 class BitwiseNot(Pointwise):
     name = "BITWISE_NOT"
     arity = 1
-    inplace = True
 
     def compute(self, io: StepIO, a: np.ndarray) -> np.ndarray:
         return ~a

@@ -3,8 +3,10 @@
 Types: bool/i4/i8/i16/i32/i48 as TOSA, plus u8/u16/f32 and i64 (shape values as graph outputs; qcodegen
 extension: values are only copied). Every op is a
 list of strided copies (a `loop_nest` each, from an input into the output) and, for PAD, a fill of the
-output with pad_const first; they share templates/generic/data_movement.c.j2. RESHAPE may run in place:
-when the memory planner gives its output the input's arena slot, no code is emitted for it.
+output with pad_const first; they share templates/generic/data_movement.c.j2. A copy whose source already lies
+where it would go is left out: the memory planner stores a RESHAPE's output and a contiguous SLICE's output in
+their input's bytes, and CONCAT inputs where the output holds them (views, qcodegen/plan/memory.py); a step
+with nothing left to copy emits no code.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.schedule import TEMP, StepIO
+from ..ir.schedule import TEMP, Buffer, StepIO
 from .base import Primitive, Ranges, register, require
 from .elementwise import LoopNest, c_literal, contiguous_strides, loop_nest
 
@@ -33,6 +35,13 @@ def _same_types(io: StepIO) -> None:
     require(dt.name in _TYPES, f"{io.step.op}: type {dt} is not one of {list(_TYPES)}")
     for b in io.ins[1:] + io.outs:
         require(b.dtype == dt, f"{io.step.op}: operand types differ ({dt} vs {b.dtype})")
+
+
+def stored_at(src: Buffer, dst: Buffer, byte_offset: int) -> bool:
+    """Whether temporary `src` already lies `byte_offset` bytes into `dst`, in the arena or in the same state's
+    memory (copying it there does nothing)."""
+    return (src.kind == TEMP and dst.kind == TEMP and src.offset is not None and dst.offset is not None
+            and src.home == dst.home and src.offset == dst.offset + byte_offset)
 
 
 def _union(ranges: list[tuple[int, int]]) -> tuple[int, int]:
@@ -98,12 +107,26 @@ class Concat(_Movement):
 
     def copies(self, io: StepIO) -> list[Copy]:
         axis = int(io.attrs["axis"])
-        out_strides = contiguous_strides(io.outs[0].shape)
+        out = io.outs[0]
+        out_strides = contiguous_strides(out.shape)
         result, offset = [], 0
+        stored = {view: stored_at(io.ins[view], out, at) for view, _, at in self.views(io)}
         for k, b in enumerate(io.ins):
-            result.append(_copy(k, b.shape, contiguous_strides(b.shape), out_strides,
-                                dst_base=offset * out_strides[axis]))
+            if not stored.get(k):
+                result.append(_copy(k, b.shape, contiguous_strides(b.shape), out_strides,
+                                    dst_base=offset * out_strides[axis]))
             offset += b.shape[axis]
+        return result
+
+    def views(self, io: StepIO) -> list[tuple[int, int, int]]:
+        """Along the outermost non-unit axis each input is one contiguous run of the output."""
+        out = io.outs[0]
+        if int(np.prod(out.shape[:int(io.attrs["axis"])], dtype=np.int64)) != 1:
+            return []
+        result, at = [], 0
+        for k, b in enumerate(io.ins):
+            result.append((k, len(io.ins), at))
+            at += b.nbytes
         return result
 
 
@@ -159,10 +182,9 @@ class Pad(_Movement):
 
 @register
 class Reshape(_Movement):
-    """attrs: shape (list, no -1). Runs in place when the planner shares the arena slot."""
+    """attrs: shape (list, no -1). Runs in place when the planner stores the output in the input's bytes."""
 
     name = "RESHAPE"
-    inplace = True
 
     def infer_shapes(self, io: StepIO) -> list[tuple[int, ...]]:
         return [tuple(_ints(io, "shape"))]
@@ -179,15 +201,11 @@ class Reshape(_Movement):
     def move(self, io: StepIO, args: list[np.ndarray]) -> np.ndarray:
         return args[0].reshape(_ints(io, "shape"))
 
-    @staticmethod
-    def aliased(io: StepIO) -> bool:
-        """Input and output share one slot of the arena (or of a state's memory), decided by the memory planner."""
-        x, y = io.ins[0], io.outs[0]
-        return (x.kind == TEMP and y.kind == TEMP and x.offset is not None and x.offset == y.offset
-                and x.home == y.home)
+    def views(self, io: StepIO) -> list[tuple[int, int, int]]:
+        return [(1, 0, 0)]
 
     def copies(self, io: StepIO) -> list[Copy]:
-        if self.aliased(io):
+        if stored_at(io.outs[0], io.ins[0], 0):
             return []
         n = io.ins[0].size
         return [_copy(0, (n,), [1], [1])]
@@ -245,4 +263,15 @@ class Slice(_Movement):
         x, y = io.ins[0], io.outs[0]
         in_strides = contiguous_strides(x.shape)
         base = sum(b * s for b, s in zip(_ints(io, "start"), in_strides, strict=True))
+        if any(stored_at(y, x, at) for *_, at in self.views(io)):
+            return []
         return [_copy(0, y.shape, in_strides, contiguous_strides(y.shape), src_base=base)]
+
+    def views(self, io: StepIO) -> list[tuple[int, int, int]]:
+        """A slice with unit extents before some axis and whole extents after it is one contiguous run."""
+        shape, start, size = io.ins[0].shape, _ints(io, "start"), _ints(io, "size")
+        axis = next((a for a, n in enumerate(size) if n != 1), len(size) - 1)
+        if any(size[a] != shape[a] for a in range(axis + 1, len(shape))):
+            return []
+        strides = contiguous_strides(shape)
+        return [(1, 0, sum(b * s for b, s in zip(start, strides, strict=True)) * io.ins[0].dtype.container_bytes)]

@@ -22,7 +22,7 @@ import numpy as np
 from ..fixedpoint import Unpredictable
 from ..ir.dtypes import DType
 from ..ir.schedule import StepIO, Widening
-from .base import Primitive, Ranges, broadcast_shape, register, require
+from .base import Primitive, Ranges, broadcast_shape, full_shape_inputs, register, require
 
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 
@@ -148,6 +148,9 @@ class _Binary(Primitive):
         reason = (f"{self.name}: inputs in [{alo}, {ahi}] and [{blo}, {bhi}] give results in [{lo}, {hi}], which "
                   f"can leave int32")
         return Ranges([(max(lo, I32_MIN), min(hi, I32_MAX))], widened=Widening(reason, (lo, hi)))
+
+    def inplace_inputs(self, io: StepIO) -> tuple[int, ...]:
+        return full_shape_inputs(io)  # binary.c.j2 reads a and b before it stores the element
 
     def template_context(self, io: StepIO) -> dict:
         widened = io.step.widened is not None  # (then the C saturates the int64 result to int32)

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import GraphError
 from ..ir.schedule import Buffer, Step, StepIO
-from .base import Primitive, Ranges, get, register, require
+from .base import Primitive, Ranges, full_shape_inputs, get, register, require
 from .elementwise import _Binary
 from .pointwise import Pointwise
 
@@ -159,7 +159,9 @@ class FusedElementwise(Fused):
     """parts: element-wise steps over one shape (scalar_expr), the last computing out0."""
 
     name = "FUSED_ELEMENTWISE"
-    inplace = True
+
+    def inplace_inputs(self, io: StepIO) -> tuple[int, ...]:
+        return full_shape_inputs(io)  # every input element is read before the output element is stored
 
     def check(self, io: StepIO) -> None:
         super().check(io)

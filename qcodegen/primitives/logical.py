@@ -46,7 +46,6 @@ class LogicalXor(_Logical):
 class LogicalNot(_Logical):
     name = "LOGICAL_NOT"
     arity = 1
-    inplace = True
 
     def compute(self, io: StepIO, a: np.ndarray) -> np.ndarray:
         return a == 0

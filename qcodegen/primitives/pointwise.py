@@ -17,7 +17,7 @@ import numpy as np
 
 from ..fixedpoint import Unpredictable
 from ..ir.schedule import StepIO
-from .base import Primitive, broadcast_shape, require
+from .base import Primitive, broadcast_shape, full_shape_inputs, require
 from .elementwise import broadcast_nest
 
 NAMES = ("a", "b", "c")
@@ -80,6 +80,9 @@ class Pointwise(Primitive):
         shape = io.outs[0].shape
         values = [np.broadcast_to(x.astype(np.int64), shape) for x in args]
         return [np.asarray(self.compute(io, *values), np.int64).reshape(shape)]
+
+    def inplace_inputs(self, io: StepIO) -> tuple[int, ...]:
+        return full_shape_inputs(io)  # pointwise.c.j2 reads every operand before it stores the element
 
     def bits(self, io: StepIO) -> int:
         """Width of the operands (the data operands for SELECT)."""
