@@ -54,13 +54,14 @@ def command(capsys, *argv: str) -> tuple[int, str, str]:
 def planned_once(monkeypatch) -> Callable[[Path], Schedule]:
     """The commands of one test plan its model once: qcodegen.api.plan (which every command calls) returns copies
     of one planned schedule (a refusal is raised anew each time). Returns that planning function."""
-    memo: dict[tuple[str, str | None], Schedule] = {}
+    memo: dict[tuple[str, str | None, str | None, int | None], Schedule] = {}
     original = api.plan
 
-    def plan(model: Path | str, *, hybrid: str | None = None) -> Schedule:
-        key = (str(model), hybrid)
+    def plan(model: Path | str, *, hybrid: str | None = None, memory: str | None = None,
+             arena_limit: int | None = None) -> Schedule:
+        key = (str(model), hybrid, memory, arena_limit)
         if key not in memo:
-            memo[key] = original(model, hybrid=hybrid)
+            memo[key] = original(model, hybrid=hybrid, memory=memory, arena_limit=arena_limit)
         return copy.deepcopy(memo[key])
 
     monkeypatch.setattr(api, "plan", plan)
