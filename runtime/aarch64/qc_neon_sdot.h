@@ -80,17 +80,17 @@ QC_NEON_INLINE void qc_neon_sdot_rows2(const int8_t *x0, const int8_t *x1, const
   }
 }
 
-/* The output channels oc0 .. oc0 + 4 nb - 1 (nb = 2 or 4 blocks of 4 rows) of the windows x0 (outputs at y0) and,
-   when x1 is not NULL, x1 (y1), requantized. */
+/* The output channels oc0 .. oc0 + 4 nb - 1 (nb = 2 or 4 blocks of 4 rows) of the window x0 (outputs at y0) and,
+   when pair (a constant of the caller: the compiler keeps one path), of x1 (y1), requantized. */
 QC_NEON_INLINE void qc_neon_sdot_block(const qc_neon_conv_params *P, const int8_t *x0, const int8_t *x1,
-                                       int32_t oc0, int32_t nb, void *y0, void *y1, int out) {
+                                       int32_t oc0, int32_t nb, void *y0, void *y1, int out, int pair) {
   int32x4_t a[4], c[4];
 #pragma GCC unroll 4
   for (int32_t b = 0; b < nb; ++b) {
     a[b] = qc_neon_conv_start4(P, oc0 + 4 * b);
     c[b] = a[b];
   }
-  if (x1) {
+  if (pair) {
     qc_neon_sdot_rows2(x0, x1, P->wq + oc0 * P->kn, P->kn, nb, a, c);
   } else {
     qc_neon_sdot_rows(x0, P->wq + oc0 * P->kn, P->kn, nb, a);
@@ -99,7 +99,7 @@ QC_NEON_INLINE void qc_neon_sdot_block(const qc_neon_conv_params *P, const int8_
   for (int32_t h = 0; h < nb / 2; ++h) {
     qc_neon_rq8(&P->rq, a[2 * h], a[2 * h + 1], oc0 + 8 * h, (char *)y0 + (oc0 + 8 * h) * out, out);
   }
-  if (x1) {
+  if (pair) {
 #pragma GCC unroll 2
     for (int32_t h = 0; h < nb / 2; ++h) {
       qc_neon_rq8(&P->rq, c[2 * h], c[2 * h + 1], oc0 + 8 * h, (char *)y1 + (oc0 + 8 * h) * out, out);
@@ -108,20 +108,20 @@ QC_NEON_INLINE void qc_neon_sdot_block(const qc_neon_conv_params *P, const int8_
 }
 
 /* Every output channel of the window x0 (P->kn elements; the rows after the last block of 8 read P->k of them),
-   requantized to y0, and with x1 (not NULL) of a second window to y1: blocks of 16 rows, then 8, then the rest one
-   by one. */
+   requantized to y0, and with pair of a second window x1 to y1: blocks of 16 rows, then 8, then the rest one by
+   one. */
 QC_NEON_INLINE void qc_neon_conv_sdot(const qc_neon_conv_params *P, const int8_t *x0, const int8_t *x1, void *y0,
-                                      void *y1, int out) {
+                                      void *y1, int out, int pair) {
   const int32_t b16 = P->rows / 16 * 16, full = P->rows / 8 * 8;
   for (int32_t oc0 = 0; oc0 < b16; oc0 += 16) {
-    qc_neon_sdot_block(P, x0, x1, oc0, 4, y0, y1, out);
+    qc_neon_sdot_block(P, x0, x1, oc0, 4, y0, y1, out, pair);
   }
   if (full > b16) {
-    qc_neon_sdot_block(P, x0, x1, b16, 2, y0, y1, out);
+    qc_neon_sdot_block(P, x0, x1, b16, 2, y0, y1, out, pair);
   }
   for (int32_t oc = full; oc < P->rows; ++oc) {
     qc_neon_rq1(&P->rq, qc_neon_conv_acc1(P, x0, oc), oc, (char *)y0 + oc * out, out);
-    if (x1) {
+    if (pair) {
       qc_neon_rq1(&P->rq, qc_neon_conv_acc1(P, x1, oc), oc, (char *)y1 + oc * out, out);
     }
   }
@@ -129,22 +129,22 @@ QC_NEON_INLINE void qc_neon_conv_sdot(const qc_neon_conv_params *P, const int8_t
 
 /* One window x, its outputs at y. */
 QC_NEON_INLINE void qc_neon_conv_sdot_s8(const qc_neon_conv_params *P, const int8_t *x, int8_t *y) {
-  qc_neon_conv_sdot(P, x, (const int8_t *)0, y, (void *)0, QC_NEON_S8);
+  qc_neon_conv_sdot(P, x, x, y, y, QC_NEON_S8, 0);
 }
 
 QC_NEON_INLINE void qc_neon_conv_sdot_s16(const qc_neon_conv_params *P, const int8_t *x, int16_t *y) {
-  qc_neon_conv_sdot(P, x, (const int8_t *)0, y, (void *)0, QC_NEON_S16);
+  qc_neon_conv_sdot(P, x, x, y, y, QC_NEON_S16, 0);
 }
 
 /* Two windows x0, x1 (two output pixels), their outputs at y0, y1: each weight vector loaded once for both. */
 QC_NEON_INLINE void qc_neon_conv_sdot2_s8(const qc_neon_conv_params *P, const int8_t *x0, const int8_t *x1,
                                           int8_t *y0, int8_t *y1) {
-  qc_neon_conv_sdot(P, x0, x1, y0, y1, QC_NEON_S8);
+  qc_neon_conv_sdot(P, x0, x1, y0, y1, QC_NEON_S8, 1);
 }
 
 QC_NEON_INLINE void qc_neon_conv_sdot2_s16(const qc_neon_conv_params *P, const int8_t *x0, const int8_t *x1,
                                            int16_t *y0, int16_t *y1) {
-  qc_neon_conv_sdot(P, x0, x1, y0, y1, QC_NEON_S16);
+  qc_neon_conv_sdot(P, x0, x1, y0, y1, QC_NEON_S16, 1);
 }
 
 #endif

@@ -17,6 +17,7 @@ Everything else runs the portable loops."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,8 +104,8 @@ def choose(io: StepIO, index: int, names: ArrayNames, layout: str, sdot: bool = 
     if why_not:
         return portable(io, why_not)
     if c.op == "CONV2D":
-        return _conv(c, index, names, sdot)
-    return _depthwise(c, index, names)
+        return _conv(c, names, sdot)
+    return _depthwise(c, names)
 
 
 def _why_not(c: ConvStep) -> str:
@@ -128,27 +129,33 @@ def _vector_rq(c: ConvStep) -> bool:
             and c.y.dtype.name in OUTPUTS)
 
 
-def _requant(rq: Requantization, index: int, names: ArrayNames) -> tuple[Requant, dict[str, ConstArray]]:
+def _shared(names: ArrayNames, role: str, values: np.ndarray) -> ConstArray:
+    """The array of a step's kernel constants, named by its role and its values: the steps a convolution is cut into
+    (patches, qcodegen/plan/memory.py), which have the same constants, read one copy."""
+    digest = hashlib.sha1(str(values.dtype).encode() + values.tobytes()).hexdigest()[:10]
+    return const_array(names.const(f"{role}_{digest}"), values)
+
+
+def _requant(rq: Requantization, names: ArrayNames) -> tuple[Requant, dict[str, ConstArray]]:
     """The Requant of the vector form and its per-channel arrays (the multipliers, and minus the shifts as int64:
     measured, the arrays made at generation time take fewer instructions and less code than negating the step's
     shifts at run time, for 7 more bytes of flash per channel)."""
     dbl = int(rq.fn == "qc_scale32_double_gt31")
     if not rq.per_channel:
         return Requant(False, rq.multipliers[0], rq.shifts[0], dbl, rq.output_zp, rq.lo, rq.hi), {}
-    arrays = {"multipliers": const_array(names.step(index, "rq_multipliers"), np.array(rq.multipliers, np.int32)),
-              "neg_shifts": const_array(names.step(index, "rq_neg_shifts"), layouts.neg_shifts(rq.shifts))}
+    arrays = {"multipliers": _shared(names, "rq_multipliers", np.array(rq.multipliers, np.int32)),
+              "neg_shifts": _shared(names, "rq_neg_shifts", layouts.neg_shifts(rq.shifts))}
     return Requant(True, 0, 0, dbl, rq.output_zp, rq.lo, rq.hi), arrays
 
 
-def _zero_point_terms(c: ConvStep, index: int, names: ArrayNames) -> dict[str, ConstArray]:
+def _zero_point_terms(c: ConvStep, names: ArrayNames) -> dict[str, ConstArray]:
     if c.izp == 0:
         return {}
-    return {"zero_point_terms": const_array(names.step(index, "izp_terms"),
-                                            layouts.zero_point_terms(c.weight_rows(), c.rows, c.izp))}
+    return {"zero_point_terms": _shared(names, "izp_terms", layouts.zero_point_terms(c.weight_rows(), c.rows, c.izp))}
 
 
-def _conv(c: ConvStep, index: int, names: ArrayNames, sdot: bool) -> KernelChoice:
-    arrays = _zero_point_terms(c, index, names)
+def _conv(c: ConvStep, names: ArrayNames, sdot: bool) -> KernelChoice:
+    arrays = _zero_point_terms(c, names)
     reason = f"int8 x int8, weight zero point 0, rows of {c.k} elements"
     if not (_vector_rq(c) and c.rows >= 8):
         params = Conv("qc_neon_conv_s32", "", c.rows, c.k, c.k, c.pixels, c.bias_per_channel, None, c.rq is None)
@@ -157,7 +164,7 @@ def _conv(c: ConvStep, index: int, names: ArrayNames, sdot: bool) -> KernelChoic
         return KernelChoice(params.fn, f"{reason}, {why}: 4 rows per dot product", form="conv_s32", arrays=arrays,
                             params=params, step_constants=c.rq is not None, files=FILES)
     assert c.rq is not None
-    rq, rq_arrays = _requant(c.rq, index, names)
+    rq, rq_arrays = _requant(c.rq, names)
     arrays.update(rq_arrays)
     out = OUTPUTS[c.y.dtype.name]
     reason += f", {c.rows} rows, requantized to {c.y.dtype.name} in vector lanes"
@@ -179,20 +186,20 @@ def _conv(c: ConvStep, index: int, names: ArrayNames, sdot: bool) -> KernelChoic
                         window_length=kn if c.gathered else 0, files=SDOT_FILES)
 
 
-def _depthwise(c: ConvStep, index: int, names: ArrayNames) -> KernelChoice:
+def _depthwise(c: ConvStep, names: ArrayNames) -> KernelChoice:
     g = c.window
     arrays: dict[str, ConstArray] = {}
     if c.izp != 0:
-        arrays["starts"] = const_array(names.step(index, "dw_starts"), layouts.dw_starts(c.weight_rows(), c.izp))
+        arrays["starts"] = _shared(names, "dw_starts", layouts.dw_starts(c.weight_rows(), c.izp))
     if not g["all_interior"] and c.taps <= 9:
-        arrays["pad_row"] = const_array(names.step(index, "pad_row"), layouts.pad_row(c.rows, c.pad_value))
+        arrays["pad_row"] = _shared(names, "pad_row", layouts.pad_row(c.rows, c.pad_value))
     pairs = c.constant_weights and int(np.min(np.asarray(c.w.data))) > -128
     reason = f"int8 x int8, weight zero point 0, {c.taps} taps, blocks of 16 channels"
     reason += ", taps in pairs (no weight -128)" if pairs else ""
     rq = None
     if _vector_rq(c):
         assert c.rq is not None
-        rq, rq_arrays = _requant(c.rq, index, names)
+        rq, rq_arrays = _requant(c.rq, names)
         arrays.update(rq_arrays)
         fn = f"qc_neon_dw_{OUTPUTS[c.y.dtype.name]}"
         reason += f", requantized to {c.y.dtype.name} in vector lanes"
