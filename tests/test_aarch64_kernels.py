@@ -28,11 +28,12 @@ OUT = {"i8": ("int8_t", "s8", -128, 127), "i16": ("int16_t", "s16", -32768, 3276
 
 
 def _requantization(prog: KernelProgram, rng: np.random.Generator, channels: int, per_channel: bool, dbl: bool,
-                    out: str, clamp: bool) -> tuple[str, Callable[[np.ndarray], np.ndarray]]:
-    """A qc_neon_rq_params initializer (per channel: arrays made by layouts.neg_shifts) and the numpy function that
-    requantizes int32 accumulators [..., channels] as it must. Shifts 32..38 with multipliers in [2^19, 2^25) bring
-    accumulators of ~2^17 inside and around the output range; the first channel's multiplier is 2^31 - 1 and a
-    random channel's shift 62 (the largest)."""
+                    out: str, clamp: bool) -> tuple[str, str, Callable[[np.ndarray], np.ndarray]]:
+    """The statements that widen a per-channel requantization's shifts (made by layouts.neg_shifts) as the call
+    sites do, a qc_neon_rq_params initializer, and the numpy function that requantizes int32 accumulators
+    [..., channels] as it must. Shifts 32..38 with multipliers in [2^19, 2^25) bring accumulators of ~2^17 inside
+    and around the output range; the first channel's multiplier is 2^31 - 1 and a random channel's shift 62 (the
+    largest)."""
     n = channels if per_channel else 1
     mults = [int(v) for v in rng.integers(1 << 19, 1 << 25, n)]
     shifts = [int(v) for v in rng.integers(32, 39, n)]
@@ -44,15 +45,16 @@ def _requantization(prog: KernelProgram, rng: np.random.Generator, channels: int
     if clamp:
         lo, hi = lo // 2 + 7, hi // 3
     if per_channel:
-        arrays = prog.array("int32_t", mults), prog.array("int64_t", layouts.neg_shifts(tuple(shifts)))
-        init = f"{{{arrays[0]}, {arrays[1]}, 1, 0, 0, {int(dbl)}, {zp}, {lo}, {hi}}}"
+        arrays = prog.array("int32_t", mults), prog.array("int8_t", layouts.neg_shifts(tuple(shifts)))
+        init = f"{{{arrays[0]}, nsh, 1, 0, 0, {int(dbl)}, {zp}, {lo}, {hi}}}"
+        widen = f"  int64_t nsh[{n}];\n  qc_neon_widen_shifts({arrays[1]}, {n}, nsh);\n"
     else:
-        init = f"{{NULL, NULL, 0, {mults[0]}, {shifts[0]}, {int(dbl)}, {zp}, {lo}, {hi}}}"
+        init, widen = f"{{NULL, NULL, 0, {mults[0]}, {shifts[0]}, {int(dbl)}, {zp}, {lo}, {hi}}}", ""
 
     def requantize(acc: np.ndarray) -> np.ndarray:
         return rescale(acc, mults, shifts, "double_round" if dbl else "single_round", zp, lo, hi, out)
 
-    return init, requantize
+    return widen, init, requantize
 
 
 def _dot_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
@@ -101,8 +103,8 @@ def _conv_cases(prog: KernelProgram, rng: np.random.Generator, sdot: bool) -> No
         ctype, suffix = OUT[out][:2]
         rows, k = (8, 21) if i % 2 else (13, 40)
         acc, xs, fields = _conv_operands(prog, rng, 2, rows, k, k, int(rng.integers(-128, 128)), bool(i % 3))
-        rq, requantize = _requantization(prog, rng, rows, bool(pc), bool(dbl), out, bool(clamp))
-        params = f"  const qc_neon_conv_params P = {{{fields}, .rq = {rq}}};\n  {ctype} y[{2 * rows}];\n"
+        widen, rq, requantize = _requantization(prog, rng, rows, bool(pc), bool(dbl), out, bool(clamp))
+        params = f"{widen}  const qc_neon_conv_params P = {{{fields}, .rq = {rq}}};\n  {ctype} y[{2 * rows}];\n"
         prog.check(params + f"  qc_neon_conv_{suffix}(&P, {xs}, y);\n"
                             f"  qc_neon_conv_{suffix}(&P, {xs} + {k}, y + {rows});", "y", requantize(acc))
         if not sdot:
@@ -111,8 +113,8 @@ def _conv_cases(prog: KernelProgram, rng: np.random.Generator, sdot: bool) -> No
         kn = (k + 7) // 8 * 8
         acc, xs, fields = _conv_operands(prog, rng, 3, rows, k, kn, int(rng.integers(-128, 128)), bool(i % 3),
                                          "sdot")
-        rq, requantize = _requantization(prog, rng, rows, bool(pc), bool(dbl), out, bool(clamp))
-        params = f"  const qc_neon_conv_params P = {{{fields}, .rq = {rq}}};\n  {ctype} y[{3 * rows}];\n"
+        widen, rq, requantize = _requantization(prog, rng, rows, bool(pc), bool(dbl), out, bool(clamp))
+        params = f"{widen}  const qc_neon_conv_params P = {{{fields}, .rq = {rq}}};\n  {ctype} y[{3 * rows}];\n"
         prog.check(params + f"  qc_neon_conv_sdot2_{suffix}(&P, {xs}, {xs} + {kn}, y, y + {rows});\n"
                             f"  qc_neon_conv_sdot_{suffix}(&P, {xs} + {2 * kn}, y + {2 * rows});", "y",
                    requantize(acc))
@@ -147,13 +149,13 @@ def _dw_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
             start = prog.array("int32_t", layouts.dw_starts(taps, izp)) if izp else "NULL"
             padrow = prog.array("int8_t", layouts.pad_row(c, pad_value))
             if out == "i32":
-                rq, expected, ctype, suffix = "", acc, "int32_t", "s32"
+                widen, rq, expected, ctype, suffix = "", "", acc, "int32_t", "s32"
             else:
-                init, requantize = _requantization(prog, rng, c, (i + j) % 2 == 1, j == 1, out, i % 2 == 0)
+                widen, init, requantize = _requantization(prog, rng, c, (i + j) % 2 == 1, j == 1, out, i % 2 == 0)
                 rq, expected, (ctype, suffix) = f", .rq = {init}", requantize(acc), OUT[out][:2]
             oh, ow = acc.shape[:2]
             (dy, dx), (sy, sx) = dilation, stride
-            params = (f"  const qc_neon_dw_params P = {{.w = {prog.array('int8_t', taps)}, .padrow = {padrow}, "
+            params = (f"{widen}  const qc_neon_dw_params P = {{.w = {prog.array('int8_t', taps)}, .padrow = {padrow}, "
                       f".bias = {prog.array('int32_t', bias)}, .start = {start}, .n = {c}, .ih = 6, .iw = 7, "
                       f".kh = {kh}, .kw = {kw}, .dy = {dy}, .dx = {dx}, .pad_value = {pad_value}, "
                       f".pairs = {int(pairs)}, .bias_pc = {int(bias_pc)}{rq}}};\n")

@@ -36,13 +36,21 @@
 
 /* The requantization of a step's int32 accumulators to its int8 or int16 outputs (TOSA RESCALE with scale32, input
    zero point 0, SINGLE_ROUND or DOUBLE_ROUND with shifts > 31; each shift 2 <= s <= 62): per channel, the
-   multipliers mult[c] and minus the shifts nsh[c] (int64: the SRSHL operands; made at generation time), or per
+   multipliers mult[c] and minus the shifts nsh[c] (int64: the SRSHL operands; qc_neon_widen_shifts), or per
    tensor m and s; dbl: double rounding; zp: the output zero point; lo, hi: the clamp. */
 typedef struct {
   const int32_t *mult;
   const int64_t *nsh;
   int32_t per_channel, m, s, dbl, zp, lo, hi;
 } qc_neon_rq_params;
+
+/* nsh[c] = neg[c], c < n: minus the shifts of a step (int8 in flash) as the int64 operands of SRSHL, once per step
+   (int64 arrays in flash would take 7 more bytes per channel). */
+QC_NEON_INLINE void qc_neon_widen_shifts(const int8_t *neg, int32_t n, int64_t *nsh) {
+  for (int32_t c = 0; c < n; ++c) {
+    nsh[c] = neg[c];
+  }
+}
 
 /* TOSA apply_scale_32 of the 4 int32 lanes of v (multipliers m; n0, n1: minus the shifts of lanes 0-1 and 2-3), as
    qc_scale32_single (dbl = 0) or qc_scale32_double_gt31 (dbl = 1) compute it: with p = v * m (SMULL, exact)

@@ -39,11 +39,12 @@ MIN_PAIR_ROWS = 16  # measured: below, the window copy and the branches of a pai
 
 @dataclass(frozen=True)
 class Requant:
-    """qc_neon_rq_params: per channel (the multipliers and minus the shifts in the choice's arrays "multipliers",
-    "neg_shifts") or per tensor (multiplier, shift); dbl: DOUBLE_ROUND (shifts > 31); the output zero point and
-    clamp."""
+    """qc_neon_rq_params: per channel (the multipliers and minus the shifts of the `channels` channels in the
+    choice's arrays "multipliers", "neg_shifts"; the call site widens the shifts into int64 once per step) or per
+    tensor (multiplier, shift); dbl: DOUBLE_ROUND (shifts > 31); the output zero point and clamp."""
 
     per_channel: bool
+    channels: int
     multiplier: int
     shift: int
     dbl: int
@@ -137,15 +138,15 @@ def _shared(names: ArrayNames, role: str, values: np.ndarray) -> ConstArray:
 
 
 def _requant(rq: Requantization, names: ArrayNames) -> tuple[Requant, dict[str, ConstArray]]:
-    """The Requant of the vector form and its per-channel arrays (the multipliers, and minus the shifts as int64:
-    measured, the arrays made at generation time take fewer instructions and less code than negating the step's
-    shifts at run time, for 7 more bytes of flash per channel)."""
+    """The Requant of the vector form and its per-channel arrays (the multipliers; minus the shifts as int8, widened
+    to SRSHL's int64 operands once per step: arrays of int64 made at generation time took 0.5% fewer instructions
+    but 7 more bytes of flash per channel, +15 KB (6%) on MobileNetV1)."""
     dbl = int(rq.fn == "qc_scale32_double_gt31")
     if not rq.per_channel:
-        return Requant(False, rq.multipliers[0], rq.shifts[0], dbl, rq.output_zp, rq.lo, rq.hi), {}
+        return Requant(False, 0, rq.multipliers[0], rq.shifts[0], dbl, rq.output_zp, rq.lo, rq.hi), {}
     arrays = {"multipliers": _shared(names, "rq_multipliers", np.array(rq.multipliers, np.int32)),
               "neg_shifts": _shared(names, "rq_neg_shifts", layouts.neg_shifts(rq.shifts))}
-    return Requant(True, 0, 0, dbl, rq.output_zp, rq.lo, rq.hi), arrays
+    return Requant(True, len(rq.shifts), 0, 0, dbl, rq.output_zp, rq.lo, rq.hi), arrays
 
 
 def _zero_point_terms(c: ConvStep, names: ArrayNames) -> dict[str, ConstArray]:

@@ -1,6 +1,6 @@
 """Constant arrays of the AArch64 NEON kernels (runtime/aarch64/), made at generation time from a step's constants:
 the weight rows re-laid for SDOT by element (qc_neon_sdot.h), the input-zero-point terms, the depthwise starts and
-pad rows, and the requantization's shifts as SRSHL operands."""
+pad rows, and minus the requantization's shifts."""
 
 from __future__ import annotations
 
@@ -44,8 +44,9 @@ def dw_starts(taps: np.ndarray, izp: int) -> np.ndarray:
 
 
 def neg_shifts(shifts: tuple[int, ...]) -> np.ndarray:
-    """Minus each requantization shift, int64: the operands of SRSHL (a rounding shift right by s) in 64-bit lanes."""
-    return -np.asarray(shifts, np.int64)
+    """Minus each requantization shift (2..62), int8: widened once per step (qc_neon_widen_shifts) into the int64
+    operands of SRSHL (a rounding shift right by s in 64-bit lanes)."""
+    return (-np.asarray(shifts, np.int64)).astype(np.int8)
 
 
 def pad_row(channels: int, pad_value: int) -> np.ndarray:
