@@ -1,13 +1,16 @@
-"""Helpers for the unit tests of the runtime kernels (runtime/<isa>/, tests/test_*_kernels.py): a C program that calls
-kernels on given operands and collects their results, and the numpy references (the primitives' own) of what the
-kernels compute, on the same operands."""
+"""Helpers for the tests of the kernel families (runtime/<isa>/, qcodegen/kernels/<family>/; tests/test_*kernels.py):
+a C program that calls kernels on given operands and collects their results, the numpy references (the primitives'
+own) of what the kernels compute on the same operands, and convolution schedules whose kernel choices a test reads."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from . import primitives
-from .testing import Const, Var, step_schedule
+from .ir.dtypes import dtype
+from .ir.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
+from .plan.fuse import fuse_conv_rescale
+from .testing import Const, Var, prepare, step_schedule
 
 I32 = np.int64  # expected values are compared as int64 (the program's results are int32)
 
@@ -94,3 +97,27 @@ def rescale(acc: np.ndarray, mults, shifts, rounding: str, zp: int, lo: int, hi:
                           shift=list(shifts), input_zp=0, output_zp=zp, scale32=True, rounding=rounding,
                           per_channel=len(mults) > 1, out_min=lo, out_max=hi)
     return primitives.get("RESCALE").reference(sched.io(sched.steps[0]), [acc.astype(np.int32)])[0]
+
+
+def conv_schedule(op: str, x_shape, w: np.ndarray, bias: np.ndarray, y_shape, y_dtype: str = "i8",
+                  izp: int = -128, wzp: int = 0, mults=(1 << 30,), shifts=(38,), rounding: str = "double_round",
+                  **conv) -> Schedule:
+    """op over int8 x (constant weights, i32 bias), its accumulator requantized to y_dtype (fused: FUSED_CONV), or
+    stored as i32 (y_dtype "i32")."""
+    sched = Schedule("t")
+    acc = "y" if y_dtype == "i32" else "acc"
+    for name, shape, dt, kind, values in [("x", x_shape, "i8", INPUT, None), ("w", w.shape, "i8", CONST, w),
+                                          ("b", bias.shape, "i32", CONST, bias), ("acc", y_shape, "i32", TEMP, None),
+                                          ("y", y_shape, y_dtype, OUTPUT, None)]:
+        if name != "acc" or acc == "acc":
+            sched.add_buffer(Buffer(name, tuple(shape), dtype(dt), kind, values))
+    sched.inputs, sched.outputs = ["x"], ["y"]
+    attrs = dict(dict(pad=[0, 0, 0, 0], stride=[1, 1], dilation=[1, 1]), **conv)
+    sched.steps = [Step(op, ["x", "w", "b"], [acc], dict(attrs, input_zp=izp, weight_zp=wzp, acc_type="i32"), "c")]
+    if acc == "acc":
+        sched.steps.append(Step("RESCALE", ["acc"], ["y"], dict(
+            multiplier=list(mults), shift=list(shifts), input_zp=0, output_zp=3 if y_dtype == "i8" else 0,
+            scale32=True, rounding=rounding,
+            per_channel=len(mults) > 1), "r"))
+        fuse_conv_rescale(sched)
+    return prepare(sched)

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from qcodegen.codegen import load_target
-from qcodegen.kernel_testing import KernelProgram, conv_accumulators, depthwise_accumulators, rescale
+from qcodegen.kernel_testing import KernelProgram, conv_accumulators, conv_schedule, depthwise_accumulators, rescale
+from qcodegen.kernels import plan_kernels
 from qcodegen.kernels.aarch64 import layouts
 from qcodegen.resources import data_path
 from qcodegen.verify.build import compile_cached
@@ -197,3 +198,67 @@ def test_kernels_against_the_numpy_primitives(tmp_path, target_name):
     _conv_cases(prog, rng, sdot)
     _dw_cases(prog, rng)
     assert prog.mismatches(_run(prog, target_name, tmp_path)) == ""
+
+
+def _choice(sched, target: str, index: int = -1):
+    """The choice of a schedule's execution step (default: the last, the fused convolution) on an aarch64 target."""
+    return plan_kernels(sched, load_target(target), "m").steps[index].choice
+
+
+def test_conv_choices():
+    """Each branch of the convolution choice from the step's fields alone: blocks of 8 requantized rows, SDOT by
+    element (pairs of pixels from 16 rows of 16 elements; a gathered window padded to a multiple of 8), int32
+    accumulators, the portable loops; the per-channel constants as the kernels read them."""
+    rng = np.random.default_rng(0)
+    w = rng.integers(-128, 128, (16, 1, 1, 16)).astype(np.int8)
+    shifts = tuple(int(s) for s in rng.integers(32, 40, 16))
+    px = dict(x_shape=(1, 2, 3, 16), y_shape=(1, 2, 3, 16), w=w, bias=np.arange(16), mults=(1 << 30,) * 16,
+              shifts=shifts)
+    neon = _choice(conv_schedule("CONV2D", **px), "aarch64-neon")
+    assert (neon.form, neon.kernel, neon.unread) == ("conv_rq", "qc_neon_conv_s8", frozenset())
+    assert set(neon.arrays) == {"multipliers", "neg_shifts", "zero_point_terms"} and not neon.step_constants
+    assert neon.arrays["neg_shifts"].values.tolist() == [-s for s in shifts] and neon.arrays["neg_shifts"].ctype == \
+        "int8_t" and neon.params.rq.channels == 16 and neon.params.rq.dbl == 1
+    assert neon.arrays["zero_point_terms"].values.tolist() == (-128 * w.reshape(16, -1).astype(int).sum(1)).tolist()
+    sdot = _choice(conv_schedule("CONV2D", **px), "aarch64-dotprod")
+    assert (sdot.form, sdot.kernel, sdot.layout, sdot.unread) == ("conv_sdot2", "qc_neon_conv_sdot2_s8", "sdot_4x4",
+                                                                  {1})
+    assert sdot.arrays["weights"].values.tolist() == layouts.sdot_4x4(w.reshape(16, -1), 16).tolist()
+    assert sdot.files == ("aarch64/qc_neon.h", "aarch64/qc_neon_sdot.h") and neon.files == ("aarch64/qc_neon.h",)
+    rows12 = dict(px, w=w[:12], bias=np.arange(12), mults=(1 << 30,), shifts=(38,), y_shape=(1, 2, 3, 12))
+    one = _choice(conv_schedule("CONV2D", **rows12), "aarch64-dotprod")  # < 16 rows: one pixel a call
+    assert (one.form, one.unread, one.params.rq.per_channel) == ("conv_sdot", frozenset(), False)  # rows 8-11: int8
+    k3 = rng.integers(-128, 128, (8, 3, 3, 3)).astype(np.int8)  # a gathered window of 27 elements -> 32
+    gathered = _choice(conv_schedule("CONV2D", x_shape=(1, 4, 4, 3), y_shape=(1, 2, 2, 8), w=k3, bias=np.zeros(8)),
+                       "aarch64-dotprod")
+    assert (gathered.layout, gathered.window_length, gathered.params.kn) == ("sdot_4x4_pad8", 32, 32)
+    few = _choice(conv_schedule("CONV2D", **dict(px, w=w[:6], bias=np.zeros(6), mults=(1 << 30,), shifts=(38,),
+                                                 y_shape=(1, 2, 3, 6))), "aarch64-dotprod")
+    assert (few.form, few.step_constants) == ("conv_s32", True) and "fewer than 8 rows" in few.reason
+    acc = _choice(conv_schedule("CONV2D", y_dtype="i32", **dict(px, mults=(1 << 30,), shifts=(38,))), "aarch64-neon")
+    assert (acc.form, acc.params.to_output) == ("conv_s32", True)
+    wzp = _choice(conv_schedule("CONV2D", wzp=3, **px), "aarch64-dotprod")
+    assert wzp.kernel == "c:conv2d" and "weight zero point" in wzp.reason
+
+
+def test_depthwise_choices_and_shared_constants():
+    """Depthwise: 16-channel blocks, taps in pairs unless a weight is -128, the starts and pad row made at
+    generation time; the arrays are named by their values, not by the step (the patches of one step share them)."""
+    rng = np.random.default_rng(1)
+    w = rng.integers(-127, 128, (3, 3, 24, 1)).astype(np.int8)
+    dw = dict(x_shape=(1, 5, 5, 24), y_shape=(1, 5, 5, 24), w=w, bias=np.arange(24), pad=[1, 1, 1, 1], izp=-5)
+    c = _choice(conv_schedule("DEPTHWISE_CONV2D", **dw), "aarch64-neon")
+    assert (c.form, c.kernel, c.params.pairs, c.params.pad_value) == ("dw", "qc_neon_dw_s8", True, -5)
+    assert c.arrays["starts"].values.tolist() == (5 * w.reshape(9, 24).astype(int).sum(0)).tolist()
+    assert c.arrays["pad_row"].values.tolist() == [-5] * 24
+    w[0, 0, 3, 0] = -128
+    assert not _choice(conv_schedule("DEPTHWISE_CONV2D", **dw), "aarch64-dotprod").params.pairs
+    acc = _choice(conv_schedule("DEPTHWISE_CONV2D", y_dtype="i32", **dw), "aarch64-neon")
+    assert (acc.kernel, acc.params.to_output, acc.params.rq) == ("qc_neon_dw_s32", True, None)
+    conv = conv_schedule("CONV2D", x_shape=(1, 2, 3, 16), y_shape=(1, 2, 3, 16),
+                         w=rng.integers(-128, 128, (16, 1, 1, 16)).astype(np.int8), bias=np.arange(16),
+                         mults=tuple(range(1 << 20, (1 << 20) + 16)), shifts=(38,) * 16)
+    names = {role: a.name for role, a in _choice(conv, "aarch64-dotprod").arrays.items()}
+    prefixes = {"weights": "m_c_w_sdot_4x4", "multipliers": "m_c_rq_multipliers_", "neg_shifts": "m_c_rq_neg_shifts_",
+                "zero_point_terms": "m_c_izp_terms_"}
+    assert all(names[role].startswith(prefix) for role, prefix in prefixes.items()), names
