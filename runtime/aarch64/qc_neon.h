@@ -1,12 +1,13 @@
 /* qc_neon.h: qcodegen's int8 kernels for AArch64 Advanced SIMD (NEON; targets aarch64-neon, aarch64-dotprod).
  * Which kernel a step runs, the weight layout it reads and its constants are decided at generation time
- * (qcodegen/kernels/aarch64/; docs/targets.md "AArch64"); the model's step functions call them with constant
+ * (qcodegen/kernels/aarch64/; docs/targets.md "Per-ISA kernels"); the model's step functions call them with constant
  * parameter structs.
  *
  * Form: `static inline` functions of this header, compiled into each model and specialized by the compiler for the
  * constant shapes, offsets and requantization of the step that calls them (loops of constant trip counts unrolled,
- * tap offsets as immediates). Measured against shared copies in an object file of their own, this takes fewer
- * instructions per MAC (docs/targets.md "AArch64: which form each kernel family takes").
+ * tap offsets as immediates). Measured: the same kernels out of line (as a shared object would be) take 7-107% more
+ * instructions per MAC on the bench models (docs/targets.md "AArch64 (neon, dotprod): which form each kernel family
+ * takes").
  *
  * Names: qc_neon_<op>_<variant>_<output>:
  *   dot_s8, dot_4rows_s8             sums of int8 products (SMULL + SADALP; with the dot-product extension, SDOT);
