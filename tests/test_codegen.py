@@ -107,4 +107,4 @@ def test_constants_read_only_through_a_relayout_are_left_out(tmp_path):
     left_out = relaid - defined  # (the fully-connected layer's 12 rows: 4 are read from the original array)
     assert left_out == {f"{model.name}_c_conv2d{k}_w" for k in ("", "_1", "_2", "_3")}
     calls = (tmp_path / f"{model.name}.c").read_text()
-    assert len(re.findall(r"_step\d+\([^;]*\bNULL\b", calls)) == len(left_out)
+    assert len(re.findall(r"_step\d+\([^;{]*\bNULL\b", calls)) == len(left_out)

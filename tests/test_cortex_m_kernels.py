@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qcodegen import primitives
 from qcodegen.codegen import generate, load_target
 from qcodegen.compiler import plan
 from qcodegen.frontends import load_model
+from qcodegen.kernel_testing import KernelProgram, conv_accumulators, depthwise_accumulators, rescale
 from qcodegen.kernels.cortex_m_dsp import layouts
 from qcodegen.resources import data_path
-from qcodegen.testing import Const, Var, prepare, step_schedule
+from qcodegen.testing import Var, prepare, step_schedule
 from qcodegen.verify.build import compile_cached
 from qcodegen.verify.runners import SemihostingRunner, binutil, content_addressed, unavailable
 
@@ -28,38 +28,12 @@ MODES = ("single", "double", "double_n")  # qc_dsp_rq8 modes 0, 1, 2
 I32 = np.int64
 
 
-class Program:
-    """C statements calling kernels, each storing its results (as int32) in qc_out; the expected values."""
+class Program(KernelProgram):
+    """C statements calling the Cortex-M4/M7 kernels, each storing its results (as int32) in qc_out; the expected
+    values."""
 
     def __init__(self) -> None:
-        self.decls: list[str] = []
-        self.body: list[str] = []
-        self.expected: list[np.ndarray] = []
-        self.size = 0
-
-    def array(self, ctype: str, values, const: bool = True) -> str:
-        name = f"a{len(self.decls)}"
-        flat = [int(v) for v in np.asarray(values).reshape(-1)] or [0]
-        items = ", ".join("(-2147483647 - 1)" if v == -(1 << 31) else str(v) for v in flat)
-        self.decls.append(f"static {'const ' if const else ''}{ctype} {name}[{len(flat)}] "
-                          f"__attribute__((aligned(8))) = {{{items}}};")
-        return name
-
-    def check(self, statements: str, results: str, expected: np.ndarray) -> None:
-        """Run `statements`, then copy the `expected.size` values of the C array `results` into qc_out."""
-        n = int(expected.size)
-        self.body.append(f"{{\n{statements}\n  for (int32_t i = 0; i < {n}; ++i) qc_out[{self.size} + i] = "
-                         f"{results}[i];\n}}")
-        self.expected.append(np.asarray(expected, I32).reshape(-1))
-        self.size += n
-
-    def source(self) -> str:
-        return "\n".join(['#include <stdio.h>', '#include "qc_cm_dsp_conv.h"', *self.decls,
-                          f"static int32_t qc_out[{max(self.size, 1)}];",
-                          "int main(int argc, char **argv) {", "  (void)argc;", *self.body,
-                          '  FILE *f = fopen(argv[1], "wb");',
-                          f"  if (!f || fwrite(qc_out, 4, {self.size}, f) != {self.size}) return 1;",
-                          "  return fclose(f) != 0;", "}", ""])
+        super().__init__(("qc_cm_dsp_conv.h",))
 
     def run(self, workdir: Path) -> np.ndarray:
         """Build the program with the kernels, the target's start-up code and linker script; run it."""
@@ -85,25 +59,6 @@ def _link(workdir: Path, sources: list[Path], kernels: list[Path]) -> Path:
     ldflags = [content_addressed(workdir / f) if f == "qc_cortex_m.ld" else f for f in TARGET.ldflags]
     return compile_cached([*sources, workdir / "qc_cortex_m_startup.c"], [TARGET.cc, *TARGET.cflags], ".exe",
                           objects + ldflags)
-
-
-def _conv_acc(x: np.ndarray, w: np.ndarray, bias: np.ndarray, izp: int) -> np.ndarray:
-    """CONV2D (1x1, the pixels as a row) of x [P, k] and weights [rows, k]: [P, rows] int32 accumulators."""
-    pixels, k = x.shape
-    sched = step_schedule("CONV2D", [Var((1, 1, pixels, k), "i8"), Const(w.reshape(-1, 1, 1, k), "i8"),
-                                     Const(bias, "i32")], [((1, 1, pixels, w.shape[0]), "i32")],
-                          pad=[0, 0, 0, 0], stride=[1, 1], dilation=[1, 1], input_zp=izp, weight_zp=0, acc_type="i32")
-    io = sched.io(sched.steps[0])
-    args = [x.reshape(1, 1, pixels, k).astype(np.int8), w.reshape(-1, 1, 1, k).astype(np.int8), bias.astype(np.int32)]
-    return primitives.get("CONV2D").reference(io, args)[0].reshape(pixels, -1)
-
-
-def _rescale(acc: np.ndarray, mults, shifts, rounding: str, zp: int, lo: int, hi: int) -> np.ndarray:
-    """RESCALE of int32 accumulators [..., channels] to int8 (per channel when several multipliers)."""
-    sched = step_schedule("RESCALE", [Var(acc.shape, "i32")], [(acc.shape, "i8")], multiplier=list(mults),
-                          shift=list(shifts), input_zp=0, output_zp=zp, scale32=True, rounding=rounding,
-                          per_channel=len(mults) > 1, out_min=lo, out_max=hi)
-    return primitives.get("RESCALE").reference(sched.io(sched.steps[0]), [acc.astype(np.int32)])[0]
 
 
 def _scales(rng: np.random.Generator, channels: int, per_channel: bool) -> tuple[list[int], list[int]]:
@@ -171,9 +126,9 @@ def _conv_cases(prog: Program, rng: np.random.Generator) -> None:
             bias = rng.integers(-(1 << 20), 1 << 20, rows)
             mults, shifts = _scales(rng, rows, bool(pc))
             rounding = "single_round" if mode == 0 else "double_round"
-            acc = _conv_acc(x, w, bias, izp)
+            acc = conv_accumulators(x, w, bias, izp)
             assert mode != 2 or np.abs(acc).max() < 1 << 30
-            expected = _rescale(acc, mults, shifts, rounding, zp, lo, hi)
+            expected = rescale(acc, mults, shifts, rounding, zp, lo, hi)
             rq = MODES[mode] + ("_pc" if pc else "") + ("_clamp" if clamp else "")
             base = prog.array("int32_t", layouts.row_starts(w.astype(I32), bias.astype(I32), izp))
             pairs = prog.array("int32_t", _rq_pairs(mults, shifts, mode))
@@ -196,17 +151,6 @@ def _conv_cases(prog: Program, rng: np.random.Generator) -> None:
                                f"  qc_dsp_conv_2px_{name}_{rq}(&P, qc_xq, y, NULL);", "y", expected[2])
 
 
-def _dw_acc(x: np.ndarray, w: np.ndarray, bias: np.ndarray, izp: int, stride: int) -> np.ndarray:
-    """DEPTHWISE_CONV2D (VALID, multiplier 1) of x [1, H, W, C] and w [KH, KW, C]: int32 accumulators."""
-    kh, kw, c = w.shape
-    oh, ow = (x.shape[1] - kh) // stride + 1, (x.shape[2] - kw) // stride + 1
-    sched = step_schedule("DEPTHWISE_CONV2D", [Var(x.shape, "i8"), Const(w.reshape(kh, kw, c, 1), "i8"),
-                                               Const(bias, "i32")], [((1, oh, ow, c), "i32")], pad=[0, 0, 0, 0],
-                          stride=[stride, stride], dilation=[1, 1], input_zp=izp, weight_zp=0, acc_type="i32")
-    args = [x.astype(np.int8), w.reshape(kh, kw, c, 1).astype(np.int8), bias.astype(np.int32)]
-    return primitives.get("DEPTHWISE_CONV2D").reference(sched.io(sched.steps[0]), args)[0]
-
-
 def _dw_cases(prog: Program, rng: np.random.Generator) -> None:
     """qc_dsp_dw_*: a run of the pixels of an output row (tap offsets from the first pixel's window; 3x3 at stride 1:
     pixel pairs) and single pixels over a table of the taps' addresses, for every requantization variant and the
@@ -221,7 +165,7 @@ def _dw_cases(prog: Program, rng: np.random.Generator) -> None:
             x[0, 0] = 127
             w = rng.integers(-128, 128, (kh, kw, c))
             bias = rng.integers(-(1 << 20), 1 << 20, c)
-            acc = _dw_acc(x, w, bias, izp, stride)[0, 0]  # the first output row, [pixels, c]
+            acc = depthwise_accumulators(x, w, bias, izp, (stride, stride))[0, 0]  # the first output row, [pixels, c]
             pixels = acc.shape[0]
             taps = w.reshape(kh * kw, c).astype(I32)
             q = prog.array("int32_t", layouts.dsp_dw_q15_base(taps, bias.astype(I32), izp))
@@ -234,7 +178,7 @@ def _dw_cases(prog: Program, rng: np.random.Generator) -> None:
                 expected, out_type, rq = acc, "int32_t", "NULL"
             else:
                 mults, shifts = _scales(rng, c, bool(pc))
-                expected = _rescale(acc, mults, shifts, "single_round" if mode == 0 else "double_round", zp, lo, hi)
+                expected = rescale(acc, mults, shifts, "single_round" if mode == 0 else "double_round", zp, lo, hi)
                 out_type, rq = "int8_t", prog.array("int32_t", _rq_pairs(mults, shifts, mode))
             params = (f"  const qc_dsp_dw_params P = {{{q}, {rq}, {ws}, {c}, {kh * kw}, {2 * zp + 1}, {lo}, {hi}}};\n"
                       f"  {out_type} y[{pixels * c}];\n")
@@ -254,12 +198,7 @@ def test_kernels_against_the_numpy_primitives(tmp_path):
     _dot_cases(prog, rng)
     _conv_cases(prog, rng)
     _dw_cases(prog, rng)
-    got = prog.run(tmp_path)
-    expected = np.concatenate(prog.expected)
-    assert got.shape == expected.shape
-    mismatches = np.flatnonzero(got != expected)
-    assert mismatches.size == 0, (f"{mismatches.size} of {expected.size} values differ; first at {mismatches[0]}: "
-                                  f"expected {expected[mismatches[0]]}, got {got[mismatches[0]]}")
+    assert prog.mismatches(prog.run(tmp_path)) == ""
 
 
 def _firmware_text(workdir: Path, models: list, run: bool = False) -> int:

@@ -17,41 +17,16 @@ from qcodegen.cli import main
 from qcodegen.codegen import generate, list_targets, load_target
 from qcodegen.compiler import plan
 from qcodegen.frontends import load_model
-from qcodegen.ir.dtypes import dtype
-from qcodegen.ir.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
+from qcodegen.ir.schedule import Schedule
+from qcodegen.kernel_testing import conv_schedule as _conv
 from qcodegen.kernels import layouts_of, plan_kernels
 from qcodegen.kernels.cortex_m_dsp import layouts
 from qcodegen.kernels.record import RequantStore
-from qcodegen.plan.fuse import fuse_conv_rescale
-from qcodegen.testing import prepare
 from qcodegen.verify.build import compile_cached
 from qcodegen.verify.runners import binutil
 
 ROOT = Path(__file__).resolve().parent.parent
 KWS = ROOT / "examples" / "kws_like.json"
-
-
-def _conv(op: str, x_shape, w: np.ndarray, bias: np.ndarray, y_shape, y_dtype: str = "i8", izp: int = -128,
-          wzp: int = 0, mults=(1 << 30,), shifts=(38,), rounding: str = "double_round", **conv) -> Schedule:
-    """op over int8 x (constant weights, i32 bias), its accumulator requantized to y_dtype (fused: FUSED_CONV), or
-    stored as i32 (y_dtype "i32")."""
-    sched = Schedule("t")
-    acc = "y" if y_dtype == "i32" else "acc"
-    for name, shape, dt, kind, values in [("x", x_shape, "i8", INPUT, None), ("w", w.shape, "i8", CONST, w),
-                                          ("b", bias.shape, "i32", CONST, bias), ("acc", y_shape, "i32", TEMP, None),
-                                          ("y", y_shape, y_dtype, OUTPUT, None)]:
-        if name != "acc" or acc == "acc":
-            sched.add_buffer(Buffer(name, tuple(shape), dtype(dt), kind, values))
-    sched.inputs, sched.outputs = ["x"], ["y"]
-    attrs = dict(dict(pad=[0, 0, 0, 0], stride=[1, 1], dilation=[1, 1]), **conv)
-    sched.steps = [Step(op, ["x", "w", "b"], [acc], dict(attrs, input_zp=izp, weight_zp=wzp, acc_type="i32"), "c")]
-    if acc == "acc":
-        sched.steps.append(Step("RESCALE", ["acc"], ["y"], dict(
-            multiplier=list(mults), shift=list(shifts), input_zp=0, output_zp=3 if y_dtype == "i8" else 0,
-            scale32=True, rounding=rounding,
-            per_channel=len(mults) > 1), "r"))
-        fuse_conv_rescale(sched)
-    return prepare(sched)
 
 
 def _choice(sched: Schedule, target: str = "cortex-m4", layout: str | None = None):

@@ -28,8 +28,8 @@ SIMD = [(t.name, layout) for t in list_targets() if any((d / "_dot.c.j2").is_fil
 LENGTHS = {1: 0, 3: -128, 15: 127, 16: 0, 17: -5, 33: 127, 1000: -128}  # row length: input zero point
 OC = 5  # four blocked rows (or two pairs) and a remainder row
 # the rows kernel (qc_dot_rows_s8 or a target's variant; Cortex-M DSP: qc_dsp_dot_4rows_*, or pixels in pairs or
-# triples, inputs widened first)
-_ROWS = re.compile(r"qc_\w*dot_\w*rows\w*\(xp|qc_dsp_widen\w*\(xp")
+# triples, inputs widened first; AArch64: qc_neon_conv_*)
+_ROWS = re.compile(r"qc_\w*dot_\w*rows\w*\(xp|qc_dsp_widen\w*\(xp|qc_neon_conv\w*\(&qc_cv, (qc_x0, )?xp")
 
 
 @pytest.fixture(params=SIMD, ids=lambda p: p[0] if p[1] == "compact" else f"{p[0]}-{p[1]}")
@@ -449,7 +449,7 @@ def test_requantized_gathered_windows(target, kh, kw, c, pad, izp, tmp_path):
     sched = _fused("CONV2D", (1, ih, iw, c), w, bias, (1, oh, ow, oc), conv, rescale)
     code = _generated(sched, target, tmp_path)
     if target.name == "aarch64-dotprod":
-        assert "sdot_4x4_pad8" in code and ("qc_sdot_rows2(qc_x0, xp" in code) == (kh * kw * c > 8)
+        assert "sdot_4x4_pad8" in code and ("qc_neon_conv_sdot2_s8(&qc_cv, qc_x0, xp" in code) == (kh * kw * c > 8)
     _check(sched, target, [np.full((1, ih, iw, c), -128), np.full((1, ih, iw, c), 127)])
 
 
