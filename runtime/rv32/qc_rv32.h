@@ -64,14 +64,14 @@ static inline __attribute__((always_inline, unused)) int32_t qc_rv32_scale32(int
 /* d[i * ds] = x[i * xs], i < n, four per iteration (immediate offsets once inlined with literal strides). */
 static inline __attribute__((always_inline, unused)) void qc_rv32_copy(const int8_t *x, int32_t xs, int8_t *d,
                                                                        int32_t ds, int32_t n) {
-  const int32_t full = n & ~3;
-  for (int32_t i = 0; i < full; i += 4) {
+  int32_t i = 0;
+  for (; i + 4 <= n; i += 4) {
     d[i * ds] = x[i * xs];
     d[(i + 1) * ds] = x[(i + 1) * xs];
     d[(i + 2) * ds] = x[(i + 2) * xs];
     d[(i + 3) * ds] = x[(i + 3) * xs];
   }
-  for (int32_t i = full; i < n; ++i) {
+  for (; i < n; ++i) {
     d[i * ds] = x[i * xs];
   }
 }
