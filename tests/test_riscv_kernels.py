@@ -142,11 +142,23 @@ def _scales(rng: np.random.Generator, count: int, lo_shift: int) -> tuple[list[i
     so that it changes many results), a quarter up to 62."""
     mults = [int(v) for v in rng.integers(1 << 20, 1 << 31, count)]
     shifts = [int(v) for v in rng.integers(lo_shift, lo_shift + 4, count)]
-    for j in range(0, count, 4):
+    for j in range(0, count - 1, 4):
         mults[j] = 1 << int(rng.integers(20, 31))
         shifts[j + 1] = int(rng.integers(lo_shift, 63))
     mults[:2] = [(1 << 31) - 1, 1]
     return mults, shifts
+
+
+def _aimed(rng: np.random.Generator, mults: list[int], shifts: list[int], bound: int) -> np.ndarray:
+    """Accumulators in (-bound, bound) that the scales map around the outputs' range (a tenth beyond int16, a third
+    anywhere in the range), where the roundings differ."""
+    out = rng.integers(-300, 300, len(mults))
+    out[::10] = rng.integers(-40000, 40000, out[::10].size)
+    aimed = [((int(o) << s) // m) + int(rng.integers(-(1 << 12), 1 << 12))
+             for o, m, s in zip(out, mults, shifts, strict=True)]
+    acc = np.array([min(max(a, -bound + 1), bound - 1) for a in aimed], I64)
+    acc[::3] = rng.integers(-bound + 1, bound, acc[::3].size)
+    return acc
 
 
 def _rv32_scale_cases(prog: Program, rng: np.random.Generator) -> None:
@@ -156,12 +168,7 @@ def _rv32_scale_cases(prog: Program, rng: np.random.Generator) -> None:
     for mode, rounding, lo_shift, bound in ((0, "single_round", 33, 1 << 31), (1, "double_round", 33, 1 << 31),
                                             (2, "double_round", 32, 1 << 29)):
         mults, shifts = _scales(rng, count, lo_shift)
-        out = rng.integers(-300, 300, count)  # the outputs aimed at, a tenth beyond int16
-        out[::10] = rng.integers(-40000, 40000, out[::10].size)
-        aimed = [((int(o) << s) // m) + int(rng.integers(-(1 << 12), 1 << 12))
-                 for o, m, s in zip(out, mults, shifts, strict=True)]
-        acc = np.array([min(max(a, -bound + 1), bound - 1) for a in aimed], I64)
-        acc[::3] = rng.integers(-bound, bound, acc[::3].size)
+        acc = _aimed(rng, mults, shifts, bound)
         acc[:4] = [bound - 1, -bound + 1, 0, -1] if mode == 2 else [bound - 1, -bound, 1, -1]
         zp = int(rng.integers(-128, 128))
         expected = _rescale(acc.reshape(1, -1), mults, shifts, rounding, zp, "i16", -32768, 32767)
@@ -181,4 +188,87 @@ def test_rv32_kernels_against_the_numpy_primitives(tmp_path):
     _rv32_scale_cases(prog, rng)
     got = prog.run(target, tmp_path, ["qc_minilibc.h", "qc_minilibc.c", "qc_runtime.h", "rv32/qc_rv32.h",
                                       "rv32/qc_rv32_dot.h"])
+    _assert_equal(got, np.concatenate(prog.expected))
+
+
+def _rvv_dot_cases(prog: Program, rng: np.random.Generator) -> None:
+    """qc_rvv_dot_s8 and qc_rvv_dot_rows4_s8 over rows shorter than, as long as and longer than a vsetvl strip (32
+    int8 lanes at VLEN 128), with a partial last strip, and a long row of -128 x -128 products."""
+    for n in (1, 31, 32, 33, 100, 4000):
+        x = rng.integers(-128, 128, (1, n))
+        w = rng.integers(-128, 128, (4, n))
+        if n == 4000:
+            x[:], w[0] = -128, -128
+        expected = _conv_acc(x, w, np.zeros(4, I64))[0]
+        xs, ws = prog.array("int8_t", x), prog.array("int8_t", w)
+        prog.check(f"  int32_t r[4];\n  qc_rvv_dot_rows4_s8({xs}, {ws}, {n}, r);", "r", expected)
+        prog.check(f"  int32_t r[1] = {{qc_rvv_dot_s8({xs}, {ws} + {3 * n}, {n})}};", "r", expected[3:])
+
+
+def _rvv_requantize_cases(prog: Program, rng: np.random.Generator) -> None:
+    """qc_rvv_requantize_pixel (qc_rvv_requantize in vsetvl strips) against RESCALE of acc + bias - zc: single and
+    double rounding (shifts > 31), per channel and per tensor, int8 and int16 outputs with a narrowed range, bias per
+    channel or not, zero-point terms or none, over more channels than a strip (16 int32 lanes) and fewer."""
+    cases = [(n, dbl, per_channel, bits, bias_pc, zc) for n in (40, 5) for dbl in (0, 1)
+             for per_channel, bits, bias_pc, zc in ((True, 8, True, True), (False, 16, False, False),
+                                                    (True, 16, False, True), (False, 8, True, False))]
+    for n, dbl, per_channel, bits, bias_pc, with_zc in cases:
+        mults, shifts = _scales(rng, n, 32 if dbl else 2 + int(rng.integers(0, 20)))
+        if not per_channel:
+            mults, shifts = [mults[2]] * n, [shifts[2]] * n
+        limit = np.array([1 << min(s - 1, 30) for s in shifts], I64)  # (TOSA: |v| < 2^(shift - 1) for shift <= 31)
+        total = np.clip(_aimed(rng, mults, shifts, 1 << 30), -limit, limit - 1)
+        bias = rng.integers(-(1 << 20), 1 << 20, n if bias_pc else 1)
+        zc = rng.integers(-(1 << 20), 1 << 20, n) if with_zc else np.zeros(n, I64)
+        acc = total - (bias if bias_pc else bias[0]) + zc
+        zp = int(rng.integers(-100, 100))
+        lo, hi = (-128, 127) if bits == 8 else (-32768, 32767)
+        lo = zp if n == 5 else lo  # a ReLU's range
+        expected = _rescale(total.reshape(1, -1), mults if per_channel else mults[:1],
+                            shifts if per_channel else shifts[:1], "double_round" if dbl else "single_round",
+                            zp, f"i{bits}", lo, hi)
+        scales = (f"{prog.array('int32_t', mults)}, {prog.array('int8_t', shifts)}, 0, 0" if per_channel
+                  else f"NULL, NULL, {mults[0]}, {shifts[0]}")
+        zcs = prog.array("int32_t", zc) if with_zc else "NULL"
+        prog.check(f"  const qc_rvv_rq rq = {{{scales}, {dbl}, {zp}, {lo}, {hi}, {bits}}};\n"
+                   f"  int{bits}_t r[{n}];\n  qc_rvv_requantize_pixel(&rq, {prog.array('int32_t', acc)}, "
+                   f"{prog.array('int32_t', bias)}, {int(bias_pc)}, {zcs}, r, {n});", "r", expected)
+
+
+def _rvv_depthwise_cases(prog: Program, rng: np.random.Generator) -> None:
+    """A depthwise block as the skeleton runs it (qc_rvv_dw_start from the zero-point terms -izp * sum(w) or 0,
+    qc_rvv_dw_pad for the taps left of the input, qc_rvv_dw_tap for the others, + qc_rvv_bias) against
+    DEPTHWISE_CONV2D of a 1 x taps window over an input padded on the left (padding reads pad_value)."""
+    for c, taps, pads, izp, pad_value in ((16, 9, 3, -128, -128), (5, 25, 0, 0, 0), (16, 4096, 1, 17, 0),
+                                          (7, 12, 4, 0, -128)):
+        x = rng.integers(-128, 128, (taps - pads, c))
+        w = rng.integers(-128, 128, (taps, c))
+        if taps == 4096:
+            x[:], w[:] = -128, -128
+        bias = rng.integers(-(1 << 20), 1 << 20, c)
+        sched = step_schedule("DEPTHWISE_CONV2D", [Var((1, 1, taps - pads, c), "i8"),
+                                                   Const(w.reshape(1, taps, c, 1), "i8"), Const(bias, "i32")],
+                              [((1, 1, 1, c), "i32")], pad=[0, 0, pads, 0], stride=[1, 1], dilation=[1, 1],
+                              input_zp=izp, weight_zp=0, pad_value=pad_value, acc_type="i32")
+        expected = primitives.get("DEPTHWISE_CONV2D").reference(
+            sched.io(sched.steps[0]), [x.reshape(1, 1, -1, c).astype(np.int8), w.reshape(1, taps, c, 1).astype(
+                np.int8), bias.astype(np.int32)])[0].reshape(-1)
+        zc = prog.array("int32_t", -izp * w.sum(axis=0)) if izp else "NULL"
+        xs, ws = prog.array("int8_t", x), prog.array("int8_t", w)
+        prog.check(f"  const size_t vl = vsetvl_e32m4({c});\n  vint32m4_t a = qc_rvv_dw_start({zc}, vl);\n"
+                   f"  for (int32_t t = 0; t < {pads}; ++t) a = qc_rvv_dw_pad(a, {pad_value}, {ws} + t * {c}, vl);\n"
+                   f"  for (int32_t t = {pads}; t < {taps}; ++t) a = qc_rvv_dw_tap(a, {xs} + (t - {pads}) * {c}, "
+                   f"{ws} + t * {c}, vl);\n  int32_t r[{c}];\n"
+                   f"  vse32_v_i32m4(r, vadd_vv_i32m4(a, qc_rvv_bias({prog.array('int32_t', bias)}, 1, 0, vl), vl), "
+                   "vl);", "r", expected)
+
+
+def test_rvv_kernels_against_the_numpy_primitives(tmp_path):
+    target = _target("riscv64-rvv")
+    prog = Program(["stdio.h", "qc_rvv.h"])
+    rng = np.random.default_rng(15)
+    _rvv_dot_cases(prog, rng)
+    _rvv_requantize_cases(prog, rng)
+    _rvv_depthwise_cases(prog, rng)
+    got = prog.run(target, tmp_path, ["rvv/qc_rvv.h"])
     _assert_equal(got, np.concatenate(prog.expected))

@@ -69,9 +69,8 @@ typedef struct {
 QC_RVV_INLINE vint32m4_t qc_rvv_scale32(vint32m4_t v, vint32m4_t m, vint64m8_t s, int32_t dbl, size_t vl) {
   vint64m8_t r = vsll_vv_i64m8(vmv_v_x_i64m8(1, vl), vreinterpret_v_i64m8_u64m8(vsub_vx_i64m8(s, 1, vl)), vl);
   if (dbl) {
-    const vbool8_t neg = vmslt_vx_i32m4_b8(v, 0, vl);
     r = vadd_vx_i64m8(r, (int64_t)1 << 30, vl);
-    r = vsub_vx_i64m8_m(neg, r, r, (int64_t)1 << 31, vl);
+    r = vsub_vx_i64m8_m(vmslt_vx_i32m4_b8(v, 0, vl), r, r, (int64_t)1 << 31, vl);
   }
   const vint64m8_t p = vsra_vv_i64m8(vwmacc_vv_i64m8(r, v, m, vl), vreinterpret_v_i64m8_u64m8(s), vl);
   return vncvt_x_x_w_i32m4(p, vl);
