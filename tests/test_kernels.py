@@ -22,6 +22,7 @@ from qcodegen.kernel_testing import conv_schedule as _conv
 from qcodegen.kernels import layouts_of, plan_kernels
 from qcodegen.kernels.cortex_m_dsp import layouts
 from qcodegen.kernels.record import RequantStore
+from qcodegen.kernels.rv32 import layouts as rv32_layouts
 from qcodegen.verify.build import compile_cached
 from qcodegen.verify.runners import binutil
 
@@ -122,6 +123,44 @@ def test_depthwise_choices():
     widened = _choice(_conv("DEPTHWISE_CONV2D", y_dtype="i32", **dict(dw, bias=np.full(16, (1 << 31) - 1))))
     assert widened.kernel == "c:depthwise_conv2d" and "widened" in widened.reason
 
+
+
+def test_riscv_choices():
+    """The RISC-V families from the step's fields: rv32 register blocks by pixel count (4 rows x 4 pixels with a
+    tail kernel, 8 x 2, 8 x 1; weights re-laid rv32_r4 / rv32_r8, izp x the row sums), qc_rv32_scale32's modes, the
+    depthwise plane; rvv dot rows with the zero-point terms made at generation time, the requantization in vector
+    form only for a 32-bit scale with shifts > 31 on the double rounding, depthwise blocks stored as int32, in vector
+    form or channel by channel, and more than 4096 taps portable."""
+    rng = np.random.default_rng(2)
+    w = _w(rng, 6, 1, 1, 16)
+    rows = w.reshape(6, 16).astype(np.int64)
+    conv = dict(x_shape=(1, 2, 3, 16), y_shape=(1, 2, 3, 6), w=w, bias=np.arange(6))
+    c = _choice(_conv("CONV2D", **conv), "riscv32")
+    assert (c.kernel, c.params.fn_tail, c.layout, c.requantize.dbl) == (
+        "qc_rv32_dot_rows4x4_s8", "qc_rv32_dot_rows4x2_of4_s8", "rv32_r4", 2)  # 6 pixels; accumulators < 2^29
+    assert c.arrays["weights"].values.tolist() == rv32_layouts.rv32_r4(rows).tolist()
+    assert c.arrays["row_sums"].values.tolist() == rows.sum(axis=1).tolist()
+    for pixels, kernel in ((2, "qc_rv32_dot_rows8x2_s8"), (1, "qc_rv32_dot_rows8x1_s8")):
+        few = _choice(_conv("CONV2D", **dict(conv, x_shape=(1, 1, pixels, 16), y_shape=(1, 1, pixels, 6))), "riscv32")
+        assert (few.kernel, few.layout) == (kernel, "rv32_r8")
+    assert _choice(_conv("CONV2D", rounding="single_round", **conv), "riscv32").requantize.dbl == 0
+    v = _choice(_conv("CONV2D", **conv), "riscv64-rvv")
+    assert (v.form, v.kernel, v.params.blocked, v.params.rq.dbl, v.params.rq.bits) == (
+        "dot_rows", "qc_rvv_dot_rows4_s8", 4, 1, 8)
+    assert v.arrays["zero_point_terms"].values.tolist() == (-128 * rows.sum(axis=1)).tolist()
+    single16 = _choice(_conv("CONV2D", rounding="single_round", izp=0, y_dtype="i16", **conv), "riscv64-rvv")
+    assert (single16.params.rq.dbl, single16.params.rq.bits, set(single16.arrays)) == (0, 16, set())
+    for kw in (dict(shifts=(20,)), dict(y_dtype="i32")):  # a double rounding's shift <= 31; no requantization
+        assert _choice(_conv("CONV2D", **dict(conv, **kw)), "riscv64-rvv").params.rq is None
+    dw = dict(x_shape=(1, 5, 5, 16), y_shape=(1, 3, 3, 16), w=_w(rng, 3, 3, 16, 1), bias=np.arange(16))
+    plane = _choice(_conv("DEPTHWISE_CONV2D", **dw), "riscv32")
+    assert (plane.form, plane.params.offsets) == ("dw_plane", (0, 1, 2, 5, 6, 7, 10, 11, 12))
+    for kw, store in ((dict(), "vector"), (dict(y_dtype="i32"), "s32"), (dict(shifts=(20,)), "scalar")):
+        block = _choice(_conv("DEPTHWISE_CONV2D", **dict(dw, **kw)), "riscv64-rvv")
+        assert (block.form, block.params.store) == ("dw_blocks", store)
+    big = dict(x_shape=(1, 70, 70, 16), y_shape=(1, 1, 1, 16), w=_w(rng, 70, 70, 16, 1))
+    for target in ("riscv32", "riscv64-rvv"):
+        assert _choice(_conv("DEPTHWISE_CONV2D", **dict(dw, **big)), target).kernel == "c:depthwise_conv2d"
 
 def test_dsp_layouts_by_hand():
     """The layouts against their definitions (docstrings of qcodegen/kernels/cortex_m_dsp/layouts.py), element by

@@ -1,10 +1,12 @@
-"""RV32 requantization (templates/rv32/_dot.c.j2): the FUSED_CONV stores of the riscv32 target use
-qc_rv_scale32_s33 (MULH, and for the double rounding MUL and a carry; shifts >= 33) or qc_rv_scale32_dbl29 (the
-double rounding as MULH of 4 * acc, for accumulators below 2^29 and shifts >= 32) instead of TOSA apply_scale_32's
-64-bit product. Property tests under QEMU: per output channel a random (multiplier, shift, bias), the pixels adding
-consecutive inputs to the bias (consecutive accumulators: every residue below the rounding point when the
-multiplier is a power of two), the biases aimed at outputs inside the clamp, negative accumulators, both roundings,
-through the pointwise (CONV2D) and the depthwise kernel."""
+"""RV32 requantization (runtime/rv32/qc_rv32.h qc_rv32_scale32, chosen by qcodegen/kernels/rv32): the FUSED_CONV
+stores of the riscv32 target use its modes QC_RV32_SINGLE / QC_RV32_DOUBLE (MULH, and for the double rounding MUL
+and a carry; shifts >= 33) or QC_RV32_DOUBLE_29 (the double rounding as MULH of 4 * acc, for accumulators below 2^29
+and shifts >= 32) instead of TOSA apply_scale_32's 64-bit product. Property tests under QEMU: per output channel a
+random (multiplier, shift, bias), the pixels adding consecutive inputs to the bias (consecutive accumulators: every
+residue below the rounding point when the multiplier is a power of two), the biases aimed at outputs inside the
+clamp, negative accumulators, both roundings, through the pointwise (CONV2D) and the depthwise kernel."""
+
+import re
 
 import numpy as np
 import pytest
@@ -61,16 +63,22 @@ def _schedule(channels: list[tuple[int, int, int, int]], op: str, rounding: str,
     return sched
 
 
-# rounding, accumulators below 2^29 or up to 2^31, the helper the stores use, the smallest shift it takes
-CASES = [("single_round", False, "qc_rv_scale32_s33", 33), ("double_round", False, "qc_rv_scale32_dbl29", 32),
-         ("double_round", True, "qc_rv_scale32_s33", 33)]
+# rounding, accumulators below 2^29 or up to 2^31, the qc_rv32_scale32 mode the stores use, the smallest shift it
+# takes
+CASES = [("single_round", False, 0, 33), ("double_round", False, 2, 32), ("double_round", True, 1, 33)]
+
+
+def _stores_with(c_code: str, mode: int) -> bool:
+    """Whether the step's stores call qc_rv32_scale32 in `mode`."""
+    step = c_code.split("static void t_step", 1)[1]
+    return re.search(rf"qc_rv32_scale32\(acc\b[^;]*, {mode}\)", step) is not None
 
 
 @pytest.mark.parametrize("op", ["CONV2D", "DEPTHWISE_CONV2D"])
-@pytest.mark.parametrize("rounding, big, helper, min_shift", CASES)
+@pytest.mark.parametrize("rounding, big, mode, min_shift", CASES)
 @settings(max_examples=6, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_requantize_helpers(op, rounding, big, helper, min_shift, data, tmp_path):
+def test_requantize_helpers(op, rounding, big, mode, min_shift, data, tmp_path):
     bound = (1 << 31) - 1 - WINDOW if big else (1 << 29) - 1 - WINDOW
     channels = data.draw(st.lists(_channel(min_shift, bound), min_size=OC, max_size=OC))
     if big:  # an accumulator beyond 2^29: the step cannot use qc_rv_scale32_dbl29
@@ -78,7 +86,7 @@ def test_requantize_helpers(op, rounding, big, helper, min_shift, data, tmp_path
     sched = _schedule(channels, op, rounding, data.draw(st.integers(-128, 127)))
     prepare(sched)
     generate(sched, tmp_path, TARGET)
-    assert f"{helper}(acc" in (tmp_path / "t.c").read_text().split("static void t_step", 1)[1]
+    assert _stores_with((tmp_path / "t.c").read_text(), mode)
     x0 = data.draw(st.integers(-128, 127 - PIXELS))
     x = (x0 + np.arange(PIXELS * (1 if op == "CONV2D" else OC)) % PIXELS).astype(np.int8)
     shape = sched.buffers["x"].shape
@@ -92,13 +100,12 @@ def test_requantize_ties_by_hand(tmp_path):
     shift 33: floor((acc * 2^30 + 2^32) / 2^33) = floor((acc + 4) / 8): acc = 4, -4, 12, -12 give 1, 0, 2, -1.
     DOUBLE_ROUND, shift 32: floor((acc * 2^30 + 2^31 +- 2^30) / 2^32) = floor((acc +- 1 + 2) / 4) (+ for
     acc >= 0): acc = 2, -2, 6, -6 give 1, -1, 2, -2."""
-    for rounding, shift, accs, expected, helper in [
-            ("single_round", 33, [4, -4, 12, -12], [1, 0, 2, -1], "qc_rv_scale32_s33"),
-            ("double_round", 32, [2, -2, 6, -6], [1, -1, 2, -2], "qc_rv_scale32_dbl29")]:
+    for rounding, shift, accs, expected, mode in [("single_round", 33, [4, -4, 12, -12], [1, 0, 2, -1], 0),
+                                                  ("double_round", 32, [2, -2, 6, -6], [1, -1, 2, -2], 2)]:
         sched = _schedule([(1 << 30, shift, 0, 1)] * OC, "CONV2D", rounding, 0)
         prepare(sched)
         generate(sched, tmp_path, TARGET)
-        assert f"{helper}(acc" in (tmp_path / "t.c").read_text()
+        assert _stores_with((tmp_path / "t.c").read_text(), mode)
         x = np.zeros((1, 1, PIXELS, 1), np.int8)
         x.reshape(-1)[:4] = accs
         assert run_reference(sched, [x])["y"].reshape(PIXELS, OC)[:4, 0].tolist() == expected
@@ -109,5 +116,5 @@ def test_rv32_rows_relayout_by_hand():
     """rv32_r4 of 5 rows of 3 elements (w[r, i] = 3r + i): per block of 4 rows and per element, the 4 rows'
     elements; the second block is row 4 and three zero rows."""
     w = np.arange(15).reshape(5, 3)
-    assert rv32_r4(w, 5).tolist() == [0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11, 12, 0, 0, 0, 13, 0, 0, 0, 14, 0, 0, 0]
-    assert rv32_r8(w, 5).reshape(3, 8)[:, 5:].tolist() == [[0] * 3] * 3
+    assert rv32_r4(w).tolist() == [0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11, 12, 0, 0, 0, 13, 0, 0, 0, 14, 0, 0, 0]
+    assert rv32_r8(w).reshape(3, 8)[:, 5:].tolist() == [[0] * 3] * 3
