@@ -22,7 +22,8 @@ TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
 PHYSICAL_AXIS = (0, 3, 1, 2)  # NCHW axis -> NHWC axis
 _SPATIAL = {"onnx.QLinearConv", "onnx.ConvInteger", "onnx.MaxPool", "onnx.QLinearAveragePool",
             "onnx.QLinearGlobalAveragePool"}
-_FOLLOW = {"onnx.QuantizeLinear", "onnx.DequantizeLinear", "onnx.QLinearSigmoid", "onnx.QLinearLeakyRelu"}
+_FOLLOW = {"onnx.QuantizeLinear", "onnx.DequantizeLinear", "onnx.QLinearSigmoid", "onnx.QLinearLeakyRelu",
+           "onnx.Requantize"}
 _BINARY = {"onnx.QLinearAdd", "onnx.QLinearMul"}
 _CONCAT = {"onnx.Concat", "onnx.QLinearConcat"}
 
