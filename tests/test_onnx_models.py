@@ -34,15 +34,17 @@ SMALL = {
     "resnet8": dict(size=16, widths=(8, 16, 16)),
     "autoencoder": dict(features=64, hidden=32, depth=2),
 }
-CONFIGS = {"per_tensor_uint8": (False, "uint8"), "per_channel_int8": (True, "int8")}
+CONFIGS = {"per_tensor_uint8": (False, "uint8", False), "per_channel_int8": (True, "int8", False),
+           "qdq_per_tensor_uint8": (False, "uint8", True), "qdq_per_channel_int8": (True, "int8", True),
+           "qdq_per_tensor_int8": (False, "int8", True), "qdq_per_channel_uint8": (True, "uint8", True)}
 _CACHE: dict[tuple[str, str], bytes] = {}
 
 
 def _quantized(model: str, config: str) -> bytes:
     if (model, config) not in _CACHE:
-        per_channel, activations = CONFIGS[config]
+        per_channel, activations, qdq = CONFIGS[config]
         _CACHE[model, config] = onnx_models.quantize(onnx_models.MODELS[model](**SMALL[model]), per_channel,
-                                                     activations, reduce_range=True)
+                                                     activations, reduce_range=True, qdq=qdq)
     return _CACHE[model, config]
 
 
