@@ -368,7 +368,7 @@ class _Folder:
                 return False
             shape = self.graph.tensors[add.outputs[0]].shape
             scales, _ = acc.expand(shape)
-            stored = self.stored_integers(add.inputs[1 - k]) if self.fmt.integer_bias else None
+            stored = self.stored_integers(add.inputs[1 - k], acc) if self.fmt.integer_bias else None
             values = (np.rint(np.broadcast_to(np.asarray(bias, np.float64), shape) / scales) if stored is None
                       else np.broadcast_to(stored, shape).astype(np.float64))
             if np.any(np.abs(values) >= _I32):
@@ -388,19 +388,27 @@ class _Folder:
             return True
         return False
 
-    def stored_integers(self, name: str) -> np.ndarray | None:
+    def stored_integers(self, name: str, acc: QuantType) -> np.ndarray | None:
         """The stored values of a dequantized i32 constant that float tensor `name` is (through data movement of
-        one operand), or None."""
+        one operand) when its scales are the accumulator's rounded to float32 (zero points 0), or None."""
         op = self.producer(name)
         if op is None:
             return None
         if op.kind in self.fmt.dequantize:
             t = self.graph.tensors[op.inputs[0]]
-            return t.data if t.is_const and t.dtype.name == "i32" else None
+            q = t.quant
+            if not t.is_const or t.dtype.name != "i32" or q.kind == "sub_channel" or np.any(q.zero_points != 0):
+                return None
+            wanted = np.unique(acc.scales.astype(np.float32))
+            have = np.unique(q.scales.astype(np.float32))
+            same = (have.size == 1 and wanted.size == 1 and have[0] == wanted[0]) or (
+                q.kind == "per_axis" and np.array_equal(q.scales.astype(np.float32),
+                                                        np.broadcast_to(acc.scales, q.scales.shape).astype(np.float32)))
+            return t.data if same else None
         moved = self.fmt.data_operands(op) if op.kind in self.fmt.movement else []
         if len(moved) != 1 or len(op.outputs) != 1:
             return None
-        inner = self.stored_integers(op.inputs[moved[0]])
+        inner = self.stored_integers(op.inputs[moved[0]], acc)
         if inner is None:
             return None
         args = [inner if i == moved[0] else self.const_value(n) for i, n in enumerate(op.inputs)]

@@ -1,0 +1,93 @@
+"""ONNX QDQ-format ops (QuantizeLinear / DequantizeLinear around float ops), folded by the shared QDQ folding into
+the operator-format ops, generated C == onnxruntime's CPU execution provider bit for bit: grouped convolution with
+an int32 bias, a product of two activations, Mul, Sigmoid, data movement (MaxPool, Transpose, Concat, Flatten) with
+and without a requantization, Relu and Clip that onnxruntime runs in float between DQ and Q. Many cases in one
+model (one C build, one onnxruntime session); the MLPerf-Tiny-shaped QDQ models are in test_onnx_models.py."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx", reason="the ONNX front end needs onnx (pip install 'qcodegen[onnx]')")
+pytest.importorskip("onnxruntime", reason="the oracle is onnxruntime (pip install 'qcodegen[oracles]')")
+
+from qcodegen.codegen import generate, load_target  # noqa: E402
+from qcodegen.compiler import plan  # noqa: E402
+from qcodegen.errors import UnsupportedError  # noqa: E402
+from qcodegen.frontends.onnx import import_onnx_bytes  # noqa: E402
+from qcodegen.verify import get_runner  # noqa: E402
+from qcodegen.verify.onnx_oracle import compare_with_oracle, onnxruntime_oracle  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from onnx_cases import Models  # noqa: E402
+
+
+def _qdq(m: Models, x: str, scale: float, zp: int, dt: str) -> str:
+    """x -> QuantizeLinear -> DequantizeLinear (a quantized activation, float again)."""
+    params = m.qparams(scale, zp, dt)
+    return m.node("DequantizeLinear", [m.node("QuantizeLinear", [x, *params]), *params])
+
+
+def _dq_const(m: Models, values: np.ndarray, dt: str, scale, zp, **attrs) -> str:
+    return m.node("DequantizeLinear", [m.const(values, dt), *m.qparams(scale, zp, dt)], **attrs)
+
+
+def _out(m: Models, x: str, scale: float, zp: int, dt: str) -> None:
+    m.output(_qdq(m, x, scale, zp, dt), None, "f32")
+
+
+def _zp(dt: str, signed: int) -> int:
+    return signed if dt == "i8" else signed + 128
+
+
+def _cases(dt: str) -> bytes:
+    m = Models(seed=21 if dt == "i8" else 22)
+    x = _qdq(m, m.input((1, 4, 7, 6), "f32"), 0.04, _zp(dt, 3), dt)
+    w_scales = m.rng.uniform(0.004, 0.02, 6).astype(np.float32)
+    w = _dq_const(m, m.rng.integers(-127, 128, (6, 2, 3, 3)), "i8", list(w_scales), [0] * 6, axis=0)
+    # the bias at the accumulator's scale, as quantize_static writes it (onnxruntime then fuses the group)
+    bias = _dq_const(m, m.rng.integers(-2000, 2000, 6), "i32", list(np.float32(0.04) * w_scales), [0] * 6, axis=0)
+    conv = m.node("Conv", [x, w, bias], group=2, pads=[1, 0, 1, 1], strides=[1, 2])
+    _out(m, conv, 0.09, _zp(dt, -5), dt)
+    a = _qdq(m, m.input((2, 3, 8), "f32"), 0.03, _zp(dt, 2), dt)
+    b = _qdq(m, m.input((2, 8, 5), "f32"), 0.05, _zp(dt, -1), dt)
+    _out(m, m.node("MatMul", [a, b]), 0.2, _zp(dt, 4), dt)
+    _out(m, m.node("Mul", [a, _qdq(m, m.input((2, 3, 8), "f32"), 0.06, _zp(dt, 7), dt)]), 0.004, _zp(dt, 1), dt)
+    _out(m, m.node("Sigmoid", [a]), 1 / 256, _zp(dt, -128), dt)
+    pooled = m.node("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    _out(m, pooled, 0.04, _zp(dt, 3), dt)  # the same quantization: the DQ -> Q pair disappears
+    _out(m, m.node("Transpose", [pooled], perm=[0, 3, 1, 2]), 0.05, _zp(dt, -9), dt)  # a requantization
+    _out(m, m.node("Concat", [x, x], axis=1), 0.04, _zp(dt, 3), dt)
+    _out(m, m.node("Flatten", [x], axis=1), 0.04, _zp(dt, 3), dt)
+    _out(m, m.node("Relu", [a]), 0.02, _zp(dt, -20), dt)  # onnxruntime runs Relu / Clip in float
+    _out(m, m.node("Clip", [a, m.const(np.float32(-0.1), "f32"), m.const(np.float32(0.3), "f32")]), 0.003,
+         _zp(dt, 0), dt)
+    return m.model()
+
+
+@pytest.mark.parametrize("dt", ["i8", "u8"])
+def test_qdq_cases_bit_exact_with_onnxruntime(dt, tmp_path):
+    raw = _cases(dt)
+    graph = import_onnx_bytes(raw, f"qdq_{dt}", f"qdq_{dt}")
+    kinds = {op.kind for op in graph.ops}
+    assert {"onnx.QLinearConv", "onnx.QLinearMatMul", "onnx.QLinearMul", "onnx.QLinearSigmoid", "onnx.MaxPool",
+            "onnx.Requantize"} <= kinds
+    assert not kinds & {"onnx.Conv", "onnx.MatMul", "onnx.Mul", "onnx.Sigmoid", "onnx.Relu", "onnx.Clip"}
+    schedule = plan(graph)
+    target = load_target("generic")
+    generated = generate(schedule, tmp_path, target)
+    result = compare_with_oracle(onnxruntime_oracle(raw), schedule, generated, get_runner(target), samples=6,
+                                 seed=5, name="onnxruntime")
+    assert result.bit_exact, f"{result.mismatches} mismatches; first: {result.first_mismatch}"
+
+
+def test_unfoldable_qdq_pattern_names_the_node():
+    """A float op whose result is not quantized again stays float between quantized values: refused, naming it."""
+    m = Models(seed=1)
+    a = _qdq(m, m.input((2, 3), "f32"), 0.1, 0, "i8")
+    m.nodes.append(__import__("onnx").helper.make_node("Relu", [a], ["plain"], name="act"))
+    m.output("plain", None, "f32")
+    with pytest.raises(UnsupportedError, match="'act'.*float Relu between quantized values could not be folded"):
+        import_onnx_bytes(m.model(), "unfoldable", "unfoldable")
