@@ -24,7 +24,7 @@ from .onnx_unsigned import rebase_unsigned
 
 def import_onnx_bytes(raw: bytes, where: str, name: str) -> Graph:
     """The Graph of an ONNX model given as bytes (`where` names it in error messages)."""
-    graph = fold_onnx_qdq(Importer(parse(raw, where, name), where).run())
+    graph = fold_onnx_qdq(Importer(parse(raw, where, name), where).run(), where)
     to_channels_last(graph)
     rebase_unsigned(graph)
     return graph

@@ -5,7 +5,8 @@ weights, attrs pads [top, left, bottom, right], strides, dilations, group, layou
 QLinearMatMul, MatMulInteger -> onnx.QLinearMatMul / onnx.MatMulInteger [a, b] (numpy matmul broadcasting).
 com.microsoft QGemm -> onnx.QGemm [a, b(, c)] (quantized or float32 result), attrs alpha, trans_a, trans_b.
 MaxPool (8-bit data, or float in QDQ models), com.microsoft QLinearAveragePool / QLinearGlobalAveragePool ->
-onnx.MaxPool / onnx.QLinearAveragePool / onnx.QLinearGlobalAveragePool [x], layout "NCHW" (or "NHWC" for channels_last=1).
+onnx.MaxPool / onnx.QLinearAveragePool / onnx.QLinearGlobalAveragePool [x], layout "NCHW" (or "NHWC" for
+channels_last=1).
 Integer operators keep their zero points as attributes (x_zero_point, w_zero_point, a_zero_point, b_zero_point).
 """
 

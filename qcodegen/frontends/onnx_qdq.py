@@ -33,6 +33,7 @@ _RENAMES = {"onnx.Conv": "onnx.QLinearConv", "onnx.MatMul": "onnx.QLinearMatMul"
             "onnx.GlobalAveragePool": "onnx.QLinearGlobalAveragePool",
             "onnx.AveragePool": "onnx.QLinearAveragePool"}
 _CONTRACTIONS = ("onnx.Conv", "onnx.MatMul", "onnx.Gemm")
+_FLOAT_OPS = {*_RENAMES, "onnx.Relu", "onnx.Clip"}  # onnx_ops_float's kinds
 
 
 def _output_channel_axis(graph: Graph, op: Op, weight_axis: int | None) -> int | None:
@@ -123,6 +124,11 @@ class _Rewrite:
             if op.kind in _RENAMES:
                 op.kind = _RENAMES[op.kind]
         self.prune()
+        for op in self.graph.ops:
+            if op.kind in _FLOAT_OPS:
+                raise UnsupportedError(f"{self.graph.op_label(op)}: float {op.kind.split('.')[-1]} outside a QDQ "
+                                       "pattern (DequantizeLinear inputs, QuantizeLinear result): qcodegen compiles "
+                                       "quantized models (onnxruntime.quantization.quantize_static)")
 
     def fuse_bias(self, op: Op) -> None:
         """contraction -> i32 accumulator, add of the i32 bias, requantization: one QLinear op with its bias."""
@@ -169,8 +175,12 @@ class _Rewrite:
                     del self.graph.tensors[n]
 
 
-def fold_onnx_qdq(graph: Graph) -> Graph:
-    """A QDQ model's graph in the operator-format ops (module docstring); other graphs unchanged."""
-    fold_qdq(graph, ONNX)
-    _Rewrite(graph).run()
+def fold_onnx_qdq(graph: Graph, where: str) -> Graph:
+    """A QDQ model's graph in the operator-format ops (module docstring); other graphs unchanged. Errors name the
+    model (`where`) and the op."""
+    try:
+        fold_qdq(graph, ONNX)
+        _Rewrite(graph).run()
+    except UnsupportedError as exc:
+        raise UnsupportedError(f"{where}: {exc}") from None
     return graph
