@@ -159,7 +159,8 @@ def main() -> int:
                 if target_name == "cortex-m4" and cannot_count(target) is None and tflite is None:
                     tflite = _tflite_instructions(name)
                 tfl = tflite if target_name == "cortex-m4" else None
-                line = (f"| {name} | {config} | {unfused} | {target_name} | {row['plan_s']:.2f} | {row['generate_s']:.2f} | "
+                line = (f"| {name} | {config} | {unfused} | {target_name} | {row['plan_s']:.2f} | "
+                        f"{row['generate_s']:.2f} | "
                         f"{row['mismatches']} / {row['elements']} | {row.get('instructions', '')} | "
                         f"{row.get('text_bytes', '')} | {row.get('rodata_bytes', '')} | {tfl or ''} |")
                 print(line, file=sys.stderr)
