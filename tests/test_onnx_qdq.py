@@ -91,3 +91,18 @@ def test_unfoldable_qdq_pattern_names_the_node():
     m.output("plain", None, "f32")
     with pytest.raises(UnsupportedError, match="'act'.*float Relu between quantized values could not be folded"):
         import_onnx_bytes(m.model(), "unfoldable", "unfoldable")
+
+
+def test_bias_at_the_accumulator_scale_keeps_its_stored_integers():
+    """onnxruntime's fused QLinearConv adds the int32 bias initializer as it is; its float value (float32 products)
+    divided back by the accumulator scale would lose the low bits of large values."""
+    m = Models(seed=3)
+    x = _qdq(m, m.input((1, 2, 3, 3), "f32"), 0.03, 0, "u8")
+    w_scale = np.float32(0.007)
+    stored = np.array([2 ** 25 + 1, -(2 ** 26) - 3, 12345], np.int64)
+    w = _dq_const(m, m.rng.integers(-127, 128, (3, 2, 1, 1)), "i8", w_scale, 0)
+    bias = _dq_const(m, stored, "i32", np.float32(0.03) * w_scale, 0)
+    _out(m, m.node("Conv", [x, w, bias]), 5000.0, 128, "u8")
+    graph = import_onnx_bytes(m.model(), "bias", "bias")
+    conv = next(op for op in graph.ops if op.kind == "onnx.QLinearConv")
+    assert graph.tensors[conv.inputs[2]].data.tolist() == stored.tolist()

@@ -395,16 +395,16 @@ class _Folder:
         if op is None:
             return None
         if op.kind in self.fmt.dequantize:
-            t = self.graph.tensors[op.inputs[0]]
+            t, value = self.graph.tensors[op.inputs[0]], self.const_value(op.inputs[0])
             q = t.quant
-            if not t.is_const or t.dtype.name != "i32" or q.kind == "sub_channel" or np.any(q.zero_points != 0):
+            if value is None or t.dtype.name != "i32" or q.kind == "sub_channel" or np.any(q.zero_points != 0):
                 return None
             wanted = np.unique(acc.scales.astype(np.float32))
             have = np.unique(q.scales.astype(np.float32))
             same = (have.size == 1 and wanted.size == 1 and have[0] == wanted[0]) or (
                 q.kind == "per_axis" and np.array_equal(q.scales.astype(np.float32),
                                                         np.broadcast_to(acc.scales, q.scales.shape).astype(np.float32)))
-            return t.data if same else None
+            return value if same else None
         moved = self.fmt.data_operands(op) if op.kind in self.fmt.movement else []
         if len(moved) != 1 or len(op.outputs) != 1:
             return None
