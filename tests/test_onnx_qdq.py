@@ -106,3 +106,22 @@ def test_bias_at_the_accumulator_scale_keeps_its_stored_integers():
     graph = import_onnx_bytes(m.model(), "bias", "bias")
     conv = next(op for op in graph.ops if op.kind == "onnx.QLinearConv")
     assert graph.tensors[conv.inputs[2]].data.tolist() == stored.tolist()
+
+
+def test_per_layer_accuracy_against_the_float_onnx_model(tmp_path):
+    """verify --against float --float-model F.onnx: every quantized activation of a QDQ model is compared with the
+    float tensor it quantizes (channels-last buffers with the NCHW float tensors: a wrong correspondence would not
+    correlate)."""
+    from qcodegen import api
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    onnx_models = pytest.importorskip("bench.onnx_models")
+    float_model = onnx_models.ds_cnn(channels=8, blocks=1, frames=13)
+    (tmp_path / "f.onnx").write_bytes(float_model)
+    (tmp_path / "q.onnx").write_bytes(onnx_models.quantize(float_model, True, "int8", reduce_range=True, qdq=True))
+    result = api.verify(tmp_path / "q.onnx", against="float", float_model=tmp_path / "f.onnx", samples=4)
+    layers = {x.name: x for x in result.layers}
+    assert {"relu1_QuantizeLinear_Output", "relu3_QuantizeLinear_Output", "relu5_QuantizeLinear_Output",
+            "gemm8_QuantizeLinear_Output"} <= set(layers)
+    assert all(x.cosine > 0.9 for x in layers.values()), {k: x.cosine for k, x in layers.items()}
+    assert len(result.outputs) == 1 and result.outputs[0].cosine > 0.9
