@@ -1,7 +1,9 @@
 """ONNX QDQ-format ops (QuantizeLinear / DequantizeLinear around float ops), folded by the shared QDQ folding into
 the operator-format ops, generated C == onnxruntime's CPU execution provider bit for bit: grouped convolution with
-an int32 bias, a product of two activations, Mul, Sigmoid, data movement (MaxPool, Transpose, Concat, Flatten) with
-and without a requantization, Relu and Clip that onnxruntime runs in float between DQ and Q. Many cases in one
+an int32 bias, a product of two activations, Add, Mul, Sigmoid, LeakyRelu, Softmax, the average pools, data
+movement (MaxPool, Transpose, Concat, Flatten) with and without a requantization, Relu and Clip that onnxruntime
+runs in float between DQ and Q. With int8 activations onnxruntime runs every group of this model in float (its
+cases share one input quantization, docs/onnx.md): the int8 run checks those float paths. Many cases in one
 model (one C build, one onnxruntime session); the MLPerf-Tiny-shaped QDQ models are in test_onnx_models.py."""
 
 import sys
@@ -22,6 +24,10 @@ from qcodegen.verify.onnx_oracle import compare_with_oracle, onnxruntime_oracle 
 
 sys.path.insert(0, str(Path(__file__).parent))
 from onnx_cases import Models  # noqa: E402
+
+
+_FLOAT_OPS = {"Conv", "MatMul", "Gemm", "Add", "Mul", "Sigmoid", "LeakyRelu", "Softmax", "AveragePool",
+              "GlobalAveragePool", "Relu", "Clip"}
 
 
 def _qdq(m: Models, x: str, scale: float, zp: int, dt: str) -> str:
@@ -61,6 +67,11 @@ def _cases(dt: str) -> bytes:
     _out(m, m.node("Transpose", [pooled], perm=[0, 3, 1, 2]), 0.05, _zp(dt, -9), dt)  # a requantization
     _out(m, m.node("Concat", [x, x], axis=1), 0.04, _zp(dt, 3), dt)
     _out(m, m.node("Flatten", [x], axis=1), 0.04, _zp(dt, 3), dt)
+    _out(m, m.node("AveragePool", [x], kernel_shape=[3, 3], strides=[1, 1]), 0.03, _zp(dt, 1), dt)
+    _out(m, m.node("GlobalAveragePool", [x]), 0.02, _zp(dt, 2), dt)
+    _out(m, m.node("Softmax", [a], axis=-1), 1 / 256, _zp(dt, -128), dt)
+    _out(m, m.node("Add", [a, _qdq(m, m.input((2, 3, 8), "f32"), 0.07, _zp(dt, -3), dt)]), 0.15, _zp(dt, 2), dt)
+    _out(m, m.node("LeakyRelu", [a], alpha=0.1), 0.05, _zp(dt, 2), dt)
     _out(m, m.node("Relu", [a]), 0.02, _zp(dt, -20), dt)  # onnxruntime runs Relu / Clip in float
     _out(m, m.node("Clip", [a, m.const(np.float32(-0.1), "f32"), m.const(np.float32(0.3), "f32")]), 0.003,
          _zp(dt, 0), dt)
@@ -73,8 +84,9 @@ def test_qdq_cases_bit_exact_with_onnxruntime(dt, tmp_path):
     graph = import_onnx_bytes(raw, f"qdq_{dt}", f"qdq_{dt}")
     kinds = {op.kind for op in graph.ops}
     assert {"onnx.QLinearConv", "onnx.QLinearMatMul", "onnx.QLinearMul", "onnx.QLinearSigmoid", "onnx.MaxPool",
-            "onnx.Requantize"} <= kinds
-    assert not kinds & {"onnx.Conv", "onnx.MatMul", "onnx.Mul", "onnx.Sigmoid", "onnx.Relu", "onnx.Clip"}
+            "onnx.QLinearAveragePool", "onnx.QLinearGlobalAveragePool", "onnx.QLinearSoftmax", "onnx.QLinearAdd",
+            "onnx.QLinearLeakyRelu", "onnx.Requantize"} <= kinds
+    assert not {k for k in kinds if k.removeprefix("onnx.") in _FLOAT_OPS}
     schedule = plan(graph)
     target = load_target("generic")
     generated = generate(schedule, tmp_path, target)
