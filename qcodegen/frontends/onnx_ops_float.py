@@ -46,7 +46,7 @@ def _with_bias(imp: Importer, kind: str, inputs: list[str], shape: tuple[int, ..
         imp.emit("Reshape", [bias], [shaped.name], shape=list(bias_shape))
         bias = shaped.name
     product = imp.new_tensor(imp.fresh(f"{y}_product"), shape, "f32")
-    imp.emit(kind, inputs, [product.name], **attrs)
+    imp.emit(kind, inputs, [product.name], **attrs).name = imp.label_name(y)  # errors name the ONNX node
     imp.new_tensor(y, shape, "f32")
     imp.emit("Add", [product.name, bias], [y])
 
