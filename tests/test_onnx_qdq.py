@@ -25,7 +25,6 @@ from qcodegen.verify.onnx_oracle import compare_with_oracle, onnxruntime_oracle 
 sys.path.insert(0, str(Path(__file__).parent))
 from onnx_cases import Models  # noqa: E402
 
-
 _FLOAT_OPS = {"Conv", "MatMul", "Gemm", "Add", "Mul", "Sigmoid", "LeakyRelu", "Softmax", "AveragePool",
               "GlobalAveragePool", "Relu", "Clip"}
 
