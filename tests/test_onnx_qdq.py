@@ -1,6 +1,7 @@
 """ONNX QDQ-format ops (QuantizeLinear / DequantizeLinear around float ops), folded by the shared QDQ folding into
 the operator-format ops, generated C == onnxruntime's CPU execution provider bit for bit: grouped convolution with
-an int32 bias, a product of two activations, Add, Mul, Sigmoid, LeakyRelu, Softmax, the average pools, data
+an int32 bias, Gemm with transB (PyTorch's Linear) and per-channel weights, MatMul of two activations and with
+uint8 per-column weights, Pad (its fill value quantized), Add, Mul, Sigmoid, LeakyRelu, Softmax, the average pools, data
 movement (MaxPool, Transpose, Concat, Flatten) with and without a requantization, Relu and Clip that onnxruntime
 runs in float between DQ and Q. With int8 activations onnxruntime runs every group of this model in float (its
 cases share one input quantization, docs/onnx.md): the int8 run checks those float paths. Many cases in one
@@ -66,6 +67,16 @@ def _cases(dt: str) -> bytes:
     _out(m, m.node("Transpose", [pooled], perm=[0, 3, 1, 2]), 0.05, _zp(dt, -9), dt)  # a requantization
     _out(m, m.node("Concat", [x, x], axis=1), 0.04, _zp(dt, 3), dt)
     _out(m, m.node("Flatten", [x], axis=1), 0.04, _zp(dt, 3), dt)
+    rows = _qdq(m, m.input((3, 8), "f32"), 0.05, _zp(dt, -4), dt)  # PyTorch's Linear: Gemm with transB 1
+    g_scales = m.rng.uniform(0.004, 0.02, 5).astype(np.float32)
+    g_w = _dq_const(m, m.rng.integers(-127, 128, (5, 8)), "i8", list(g_scales), [0] * 5, axis=0)
+    g_b = _dq_const(m, m.rng.integers(-900, 900, 5), "i32", list(np.float32(0.05) * g_scales), [0] * 5, axis=0)
+    _out(m, m.node("Gemm", [rows, g_w, g_b], transB=1), 0.07, _zp(dt, 6), dt)
+    m_w = _dq_const(m, m.rng.integers(0, 256, (8, 4)), "u8", list(m.rng.uniform(0.004, 0.02, 4)), [120, 131, 128, 127],
+                    axis=1)  # uint8 weights, per column
+    _out(m, m.node("MatMul", [rows, m_w]), 0.1, _zp(dt, 0), dt)
+    _out(m, m.node("Pad", [x, m.const([0, 0, 1, 2, 0, 1, 0, 0], "i64"), m.const(np.float32(0.5), "f32")]), 0.04,
+         _zp(dt, 3), dt)
     _out(m, m.node("AveragePool", [x], kernel_shape=[3, 3], strides=[1, 1]), 0.03, _zp(dt, 1), dt)
     _out(m, m.node("GlobalAveragePool", [x]), 0.02, _zp(dt, 2), dt)
     _out(m, m.node("Softmax", [a], axis=-1), 1 / 256, _zp(dt, -128), dt)
@@ -82,7 +93,8 @@ def test_qdq_cases_bit_exact_with_onnxruntime(dt, tmp_path):
     raw = _cases(dt)
     graph = import_onnx_bytes(raw, f"qdq_{dt}", f"qdq_{dt}")
     kinds = {op.kind for op in graph.ops}
-    assert {"onnx.QLinearConv", "onnx.QLinearMatMul", "onnx.QLinearMul", "onnx.QLinearSigmoid", "onnx.MaxPool",
+    assert {"onnx.QLinearConv", "onnx.QGemm", "onnx.QLinearMatMul", "onnx.QLinearMul", "onnx.QLinearSigmoid",
+            "onnx.MaxPool", "onnx.Pad",
             "onnx.QLinearAveragePool", "onnx.QLinearGlobalAveragePool", "onnx.QLinearSoftmax", "onnx.QLinearAdd",
             "onnx.QLinearLeakyRelu", "onnx.Requantize"} <= kinds
     assert not {k for k in kinds if k.removeprefix("onnx.") in _FLOAT_OPS}

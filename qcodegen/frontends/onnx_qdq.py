@@ -3,11 +3,12 @@
 execution provider fuses the same node groups into, so that both formats lower through the same rules.
 
 The table: QuantizeLinear / DequantizeLinear quantize and dequantize; Reshape (also Flatten, Squeeze,
-Unsqueeze, Identity), Transpose, Concat, Slice and MaxPool move data (MaxPool commutes with the monotone
-dequantization); Conv, MatMul and Gemm contract (their bias is an Add after the product: onnx_ops_float), a
-dequantized int32 bias taken as its stored integers, as onnxruntime's fused kernels add them; Add, Mul, Sigmoid,
-LeakyRelu, Softmax, the average pools, Relu and Clip compute element-wise on the quantized operands; Relu and Clip
-commute with quantization (monotone, constant bounds).
+Unsqueeze, Identity), Transpose, Concat, Slice, Pad (its fill value quantized) and MaxPool move data (MaxPool
+commutes with the monotone dequantization); Conv, MatMul and Gemm contract (their bias is an Add after the
+product: onnx_ops_float), a dequantized int32 bias at the accumulator's float32 scale taken as its stored integers,
+as onnxruntime's fused kernels add them; Add, Mul, Sigmoid, LeakyRelu, Softmax, the average pools, Relu and Clip
+compute element-wise on the quantized operands; Relu and Clip commute with quantization (monotone, constant
+bounds).
 
 After the folding (onnxruntime's fusions, measured in docs/onnx.md):
   Conv [+ bias add + requantization] -> QLinearConv; MatMul -> QLinearMatMul; Gemm [+ bias ...] -> QGemm;
@@ -88,7 +89,8 @@ ONNX = QdqFormat(
     requantize_kind=REQUANTIZE,
     dequantize_kind="onnx.DequantizeLinear",
     retype_kind="onnx.Retype",  # never created: ONNX has no scalings in its table
-    movement={"onnx.Reshape": (), "onnx.Transpose": (), "onnx.Concat": (), "onnx.Slice": (), "onnx.MaxPool": ()},
+    movement={"onnx.Reshape": (), "onnx.Transpose": (), "onnx.Concat": (), "onnx.Slice": (), "onnx.MaxPool": (),
+              "onnx.Pad": (1,)},
     contractions=frozenset(_CONTRACTIONS),
     reductions=frozenset(),
     elementwise=frozenset({"onnx.Add", "onnx.Mul", "onnx.Sigmoid", "onnx.LeakyRelu", "onnx.Softmax",
@@ -121,11 +123,14 @@ class _Rewrite:
                 self.fuse_bias(op)
             elif op.kind in ("onnx.Relu", "onnx.Clip"):
                 self.clamp(op)
+            elif op.kind == "onnx.Pad":  # the folding's quantized fill operand -> the operator form's attribute
+                op.attrs["value"] = int(np.asarray(self.graph.tensors[op.inputs[1]].data).reshape(-1)[0])
+                op.inputs = op.inputs[:1]
             if op.kind in _RENAMES:
                 op.kind = _RENAMES[op.kind]
         self.prune()
         for op in self.graph.ops:
-            if op.kind in _FLOAT_OPS:
+            if op.kind in _FLOAT_OPS or (op.kind == "onnx.Pad" and len(op.inputs) > 1):
                 raise UnsupportedError(f"{self.graph.op_label(op)}: float {op.kind.split('.')[-1]} outside a QDQ "
                                        "pattern (DequantizeLinear inputs, QuantizeLinear result): qcodegen compiles "
                                        "quantized models (onnxruntime.quantization.quantize_static)")
