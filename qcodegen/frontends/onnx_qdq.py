@@ -123,7 +123,7 @@ class _Rewrite:
                 self.fuse_bias(op)
             elif op.kind in ("onnx.Relu", "onnx.Clip"):
                 self.clamp(op)
-            elif op.kind == "onnx.Pad":  # the folding's quantized fill operand -> the operator form's attribute
+            elif op.kind == "onnx.Pad" and len(op.inputs) > 1:  # the folded fill operand -> the attribute
                 op.attrs["value"] = int(np.asarray(self.graph.tensors[op.inputs[1]].data).reshape(-1)[0])
                 op.inputs = op.inputs[:1]
             if op.kind in _RENAMES:
