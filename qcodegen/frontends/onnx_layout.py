@@ -23,8 +23,8 @@ PHYSICAL_AXIS = (0, 3, 1, 2)  # NCHW axis -> NHWC axis
 _SPATIAL = {"onnx.QLinearConv", "onnx.ConvInteger", "onnx.MaxPool", "onnx.QLinearAveragePool",
             "onnx.QLinearGlobalAveragePool"}
 _FOLLOW = {"onnx.QuantizeLinear", "onnx.DequantizeLinear", "onnx.QLinearSigmoid", "onnx.QLinearLeakyRelu",
-           "onnx.Requantize"}
-_BINARY = {"onnx.QLinearAdd", "onnx.QLinearMul"}
+           "onnx.Requantize", "onnx.Tanh"}
+_BINARY = {"onnx.QLinearAdd", "onnx.QLinearMul", "onnx.Sub"}
 _CONCAT = {"onnx.Concat", "onnx.QLinearConcat"}
 
 

@@ -5,8 +5,8 @@ turns into the operator-format ops.
 Conv -> onnx.Conv [x, w] (NCHW, OIHW weights, the geometry attributes of QLinearConv); MatMul -> onnx.MatMul
 [a, b]; Gemm -> onnx.Gemm [a, b] (alpha, trans_a, trans_b). A bias (Conv's B, Gemm's C) becomes an onnx.Add after
 the product -- the bias add of the folding's pattern -- Conv's reshaped to [1, M, 1, 1] so that it broadcasts
-along the channels. Add, Mul -> onnx.Add / onnx.Mul (numpy broadcasting); Relu, Clip (min, max operands),
-LeakyRelu (alpha), Sigmoid, Softmax (axis, opset), GlobalAveragePool, AveragePool (window attributes,
+along the channels. Add, Mul, Sub -> onnx.Add / onnx.Mul / onnx.Sub (numpy broadcasting); Relu, Clip (min, max
+operands), LeakyRelu (alpha), Sigmoid, Tanh, Softmax (axis, opset), GlobalAveragePool, AveragePool (window attributes,
 count_include_pad) -> one op each. MaxPool reads float data too (onnx_ops_nn).
 """
 
@@ -94,7 +94,7 @@ def gemm(imp: Importer, node: Node) -> None:
                trans_a=trans_a, trans_b=trans_b)
 
 
-@importer("Add", "Mul")
+@importer("Add", "Mul", "Sub")
 def binary(imp: Importer, node: Node) -> None:
     imp.counts((2, 2))
     a, b = _float(imp, 0, "A"), _float(imp, 1, "B")
@@ -102,7 +102,7 @@ def binary(imp: Importer, node: Node) -> None:
     imp.emit(node.op_type, [a.name, b.name], [imp.name_out()])
 
 
-@importer("Relu", "Sigmoid", "LeakyRelu", "Clip", "Softmax")
+@importer("Relu", "Sigmoid", "Tanh", "LeakyRelu", "Clip", "Softmax")
 def unary(imp: Importer, node: Node) -> None:
     imp.counts((1, 3) if node.op_type == "Clip" else (1, 1))
     x = _float(imp, 0, "input")

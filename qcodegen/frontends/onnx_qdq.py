@@ -6,15 +6,16 @@ The table: QuantizeLinear / DequantizeLinear quantize and dequantize; Reshape (a
 Unsqueeze, Identity), Transpose, Concat, Slice, Pad (its fill value quantized) and MaxPool move data (MaxPool
 commutes with the monotone dequantization); Conv, MatMul and Gemm contract (their bias is an Add after the
 product: onnx_ops_float), a dequantized int32 bias at the accumulator's float32 scale taken as its stored integers,
-as onnxruntime's fused kernels add them; Add, Mul, Sigmoid, LeakyRelu, Softmax, the average pools, Relu and Clip
-compute element-wise on the quantized operands; Relu and Clip commute with quantization (monotone, constant
-bounds).
+as onnxruntime's fused kernels add them; Add, Mul, Sub, Sigmoid, Tanh, LeakyRelu, Softmax, the average pools,
+Relu and Clip compute element-wise on the quantized operands; Relu and Clip commute with quantization
+(monotone, constant bounds).
 
 After the folding (onnxruntime's fusions, measured in docs/onnx.md):
   Conv [+ bias add + requantization] -> QLinearConv; MatMul -> QLinearMatMul; Gemm [+ bias ...] -> QGemm;
   Add / Mul -> QLinearAdd / QLinearMul; Sigmoid, LeakyRelu, Softmax, GlobalAveragePool, AveragePool -> their
-  QLinear operators; Relu, Clip and the remaining dequantize -> quantize pairs -> onnx.Requantize (8-bit:
-  dequantize in float32, clamp to the bounds, MlasQuantizeLinear: a table, exact).
+  QLinear operators; Sub and Tanh stay, on quantized data (onnxruntime's float path, tabulated); Relu, Clip
+  and the remaining dequantize -> quantize pairs -> onnx.Requantize (8-bit: dequantize in float32, clamp to the
+  bounds, MlasQuantizeLinear: a table, exact).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ _RENAMES = {"onnx.Conv": "onnx.QLinearConv", "onnx.MatMul": "onnx.QLinearMatMul"
             "onnx.GlobalAveragePool": "onnx.QLinearGlobalAveragePool",
             "onnx.AveragePool": "onnx.QLinearAveragePool"}
 _CONTRACTIONS = ("onnx.Conv", "onnx.MatMul", "onnx.Gemm")
-_FLOAT_OPS = {*_RENAMES, "onnx.Relu", "onnx.Clip"}  # onnx_ops_float's kinds
+_FLOAT_PATH = ("onnx.Sub", "onnx.Tanh")  # no QLinear kernels: onnxruntime's float path, tabulated
+_FLOAT_OPS = {*_RENAMES, *_FLOAT_PATH, "onnx.Relu", "onnx.Clip"}  # onnx_ops_float's kinds
 
 
 def _output_channel_axis(graph: Graph, op: Op, weight_axis: int | None) -> int | None:
@@ -93,8 +95,8 @@ ONNX = QdqFormat(
               "onnx.Pad": (1,)},
     contractions=frozenset(_CONTRACTIONS),
     reductions=frozenset(),
-    elementwise=frozenset({"onnx.Add", "onnx.Mul", "onnx.Sigmoid", "onnx.LeakyRelu", "onnx.Softmax",
-                           "onnx.GlobalAveragePool", "onnx.AveragePool", "onnx.Relu", "onnx.Clip"}),
+    elementwise=frozenset({"onnx.Add", "onnx.Mul", "onnx.Sub", "onnx.Sigmoid", "onnx.Tanh", "onnx.LeakyRelu",
+                           "onnx.Softmax", "onnx.GlobalAveragePool", "onnx.AveragePool", "onnx.Relu", "onnx.Clip"}),
     activations={"onnx.Relu": 0, "onnx.Clip": 0},
     scalings={},
     bias_add="onnx.Add",
@@ -130,7 +132,8 @@ class _Rewrite:
                 op.kind = _RENAMES[op.kind]
         self.prune()
         for op in self.graph.ops:
-            if op.kind in _FLOAT_OPS or (op.kind == "onnx.Pad" and len(op.inputs) > 1):
+            if (op.kind in _FLOAT_OPS and self.graph.tensors[op.outputs[0]].quant is None) or (
+                    op.kind == "onnx.Pad" and len(op.inputs) > 1):
                 raise UnsupportedError(f"{self.graph.op_label(op)}: float {op.kind.split('.')[-1]} outside a QDQ "
                                        "pattern (DequantizeLinear inputs, QuantizeLinear result): qcodegen compiles "
                                        "quantized models (onnxruntime.quantization.quantize_static)")

@@ -85,6 +85,21 @@ def unary_table(qx: QuantType, qy: QuantType, fn: FloatFn) -> np.ndarray:
         return quantize(fn(dequantize(storage_grid(qx), qx)).astype(F32), qy)
 
 
+def float_binary_table(qa: QuantType, qb: QuantType, qc: QuantType,
+                       fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+    """A binary float op between DequantizeLinear and QuantizeLinear, as onnxruntime runs a QDQ group it does not
+    fuse: both operands dequantized in float32, `fn` in float32, MlasQuantizeLinear. Rows: a, columns: b."""
+    a = dequantize(storage_grid(qa), qa)[:, None]
+    b = dequantize(storage_grid(qb), qb)[None, :]
+    with np.errstate(over="ignore", invalid="ignore"):
+        return quantize(fn(a, b).astype(F32), qc).reshape(-1)
+
+
+def tanh(v: np.ndarray) -> np.ndarray:
+    """tanh correctly rounded to float32 (MLAS evaluates a rational approximation instead)."""
+    return np.tanh(v.astype(np.float64)).astype(F32)
+
+
 def leaky_relu(alpha: float) -> FloatFn:
     a = F32(alpha)
     return lambda v: np.where(v >= 0, v, f32_product(a, v))
