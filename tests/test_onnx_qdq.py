@@ -2,8 +2,8 @@
 the operator-format ops, generated C == onnxruntime's CPU execution provider bit for bit: grouped convolution with
 an int32 bias, Gemm with transB (PyTorch's Linear) and per-channel weights, MatMul of two activations and with
 uint8 per-column weights, Pad (its fill value quantized), Add, Mul, Sigmoid, LeakyRelu, Softmax, the average
-pools, data movement (MaxPool, Transpose, Concat, Flatten) with and without a requantization, and Sub, Tanh, Relu
-and Clip, which onnxruntime runs in float between DQ and Q. With int8 activations onnxruntime runs every group of
+pools, data movement (MaxPool, Transpose, Concat, Flatten) with and without a requantization, and Sub, Tanh,
+HardSigmoid, HardSwish, Relu and Clip, which onnxruntime runs in float between DQ and Q. With int8 activations onnxruntime runs every group of
 this model in float (its cases share one input quantization, docs/onnx.md): the int8 run checks those float paths.
 Many cases in one model (one C build, one onnxruntime session); the MLPerf-Tiny-shaped QDQ models are in
 test_onnx_models.py."""
@@ -86,6 +86,8 @@ def _cases(dt: str) -> bytes:
     _out(m, m.node("LeakyRelu", [a], alpha=0.1), 0.05, _zp(dt, 2), dt)
     _out(m, m.node("Sub", [a, b_like]), 0.09, _zp(dt, -1), dt)  # float in onnxruntime: no QLinear kernel
     _out(m, m.node("Tanh", [a]), 1 / 128, _zp(dt, 0), dt)
+    _out(m, m.node("HardSigmoid", [a], alpha=0.3, beta=0.4), 1 / 250, _zp(dt, -128), dt)
+    _out(m, m.node("HardSwish", [a]), 0.02, _zp(dt, -100), dt)
     _out(m, m.node("Relu", [a]), 0.02, _zp(dt, -20), dt)  # onnxruntime runs Relu / Clip in float
     _out(m, m.node("Clip", [a, m.const(np.float32(-0.1), "f32"), m.const(np.float32(0.3), "f32")]), 0.003,
          _zp(dt, 0), dt)
@@ -102,8 +104,8 @@ def test_qdq_cases_bit_exact_with_onnxruntime(dt, tmp_path):
             "onnx.QLinearAveragePool", "onnx.QLinearGlobalAveragePool", "onnx.QLinearSoftmax", "onnx.QLinearAdd",
             "onnx.QLinearLeakyRelu", "onnx.Requantize"} <= kinds
     assert not {k for k in kinds if k.removeprefix("onnx.") in _FUSED}
-    assert all(graph.tensors[op.outputs[0]].quant is not None for op in graph.ops if op.kind in ("onnx.Sub",
-                                                                                               "onnx.Tanh"))
+    assert all(graph.tensors[op.outputs[0]].quant is not None for op in graph.ops
+               if op.kind in ("onnx.Sub", "onnx.Tanh", "onnx.HardSigmoid", "onnx.HardSwish"))
     schedule = plan(graph)
     target = load_target("generic")
     generated = generate(schedule, tmp_path, target)

@@ -6,8 +6,9 @@ Conv -> onnx.Conv [x, w] (NCHW, OIHW weights, the geometry attributes of QLinear
 [a, b]; Gemm -> onnx.Gemm [a, b] (alpha, trans_a, trans_b). A bias (Conv's B, Gemm's C) becomes an onnx.Add after
 the product -- the bias add of the folding's pattern -- Conv's reshaped to [1, M, 1, 1] so that it broadcasts
 along the channels. Add, Mul, Sub -> onnx.Add / onnx.Mul / onnx.Sub (numpy broadcasting); Relu, Clip (min, max
-operands), LeakyRelu (alpha), Sigmoid, Tanh, Softmax (axis, opset), GlobalAveragePool, AveragePool (window attributes,
-count_include_pad) -> one op each. MaxPool reads float data too (onnx_ops_nn).
+operands), LeakyRelu (alpha), HardSigmoid (alpha, beta), HardSwish, Sigmoid, Tanh, Softmax (axis, opset),
+GlobalAveragePool, AveragePool (window attributes, count_include_pad) -> one op each. MaxPool and Pad read float
+data too (onnx_ops_nn, onnx_ops_shape).
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ def binary(imp: Importer, node: Node) -> None:
     imp.emit(node.op_type, [a.name, b.name], [imp.name_out()])
 
 
-@importer("Relu", "Sigmoid", "Tanh", "LeakyRelu", "Clip", "Softmax")
+@importer("Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Clip", "Softmax")
 def unary(imp: Importer, node: Node) -> None:
     imp.counts((1, 3) if node.op_type == "Clip" else (1, 1))
     x = _float(imp, 0, "input")
@@ -116,6 +117,8 @@ def unary(imp: Importer, node: Node) -> None:
             inputs.append(imp.tensor(name).name if name else _constant(imp, f"{x.name}_clip{i}", bound))
     if node.op_type == "LeakyRelu":
         attrs["alpha"] = float(np.float32(imp.attr("alpha", 0.01)))
+    if node.op_type == "HardSigmoid":
+        attrs.update(alpha=float(np.float32(imp.attr("alpha", 0.2))), beta=float(np.float32(imp.attr("beta", 0.5))))
     if node.op_type == "Softmax":
         rank = len(x.shape)
         axis = int(imp.attr("axis", 1 if imp.opset < 13 else -1))

@@ -35,7 +35,8 @@ _RENAMES = {"onnx.Conv": "onnx.QLinearConv", "onnx.MatMul": "onnx.QLinearMatMul"
             "onnx.GlobalAveragePool": "onnx.QLinearGlobalAveragePool",
             "onnx.AveragePool": "onnx.QLinearAveragePool"}
 _CONTRACTIONS = ("onnx.Conv", "onnx.MatMul", "onnx.Gemm")
-_FLOAT_PATH = ("onnx.Sub", "onnx.Tanh")  # no QLinear kernels: onnxruntime's float path, tabulated
+# no QLinear kernels: quantized, these mean onnxruntime's float path (tabulated)
+_FLOAT_PATH = ("onnx.Sub", "onnx.Tanh", "onnx.HardSigmoid", "onnx.HardSwish")
 _FLOAT_OPS = {*_RENAMES, *_FLOAT_PATH, "onnx.Relu", "onnx.Clip"}  # onnx_ops_float's kinds
 
 
@@ -96,7 +97,8 @@ ONNX = QdqFormat(
     contractions=frozenset(_CONTRACTIONS),
     reductions=frozenset(),
     elementwise=frozenset({"onnx.Add", "onnx.Mul", "onnx.Sub", "onnx.Sigmoid", "onnx.Tanh", "onnx.LeakyRelu",
-                           "onnx.Softmax", "onnx.GlobalAveragePool", "onnx.AveragePool", "onnx.Relu", "onnx.Clip"}),
+                           "onnx.HardSigmoid", "onnx.HardSwish", "onnx.Softmax", "onnx.GlobalAveragePool",
+                           "onnx.AveragePool", "onnx.Relu", "onnx.Clip"}),
     activations={"onnx.Relu": 0, "onnx.Clip": 0},
     scalings={},
     bias_add="onnx.Add",

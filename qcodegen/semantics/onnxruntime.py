@@ -100,6 +100,18 @@ def tanh(v: np.ndarray) -> np.ndarray:
     return np.tanh(v.astype(np.float64)).astype(F32)
 
 
+def hard_sigmoid(alpha: float, beta: float) -> FloatFn:
+    """max(0, min(1, alpha * x + beta)), the product and the sum each rounded to float32 (onnxruntime's Eigen
+    kernel)."""
+    a, b = F32(alpha), F32(beta)
+    return lambda v: np.clip(((a * v).astype(F32) + b).astype(F32), F32(0), F32(1))
+
+
+def hard_swish(v: np.ndarray) -> np.ndarray:
+    """x * HardSigmoid(x) with alpha 1/6, beta 0.5 (ONNX's definition), in float32."""
+    return (v * hard_sigmoid(1 / 6, 0.5)(v)).astype(F32)
+
+
 def leaky_relu(alpha: float) -> FloatFn:
     a = F32(alpha)
     return lambda v: np.where(v >= 0, v, f32_product(a, v))

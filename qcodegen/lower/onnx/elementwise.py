@@ -15,16 +15,30 @@ import numpy as np
 from ...errors import UnsupportedError
 from ...ir.graph import Op
 from ...ir.quant import QuantType
-from ...semantics.onnxruntime import add_table, float_binary_table, leaky_relu, mul_table, sigmoid, tanh, unary_table
+from ...semantics.onnxruntime import (
+    add_table,
+    float_binary_table,
+    hard_sigmoid,
+    hard_swish,
+    leaky_relu,
+    mul_table,
+    sigmoid,
+    tanh,
+    unary_table,
+)
 from ..base import Lowerer, rule
 from ..common import align_rank
 from .tables import table, table2
 
 
-@rule("onnx.QLinearSigmoid", "onnx.QLinearLeakyRelu", "onnx.Tanh")
+@rule("onnx.QLinearSigmoid", "onnx.QLinearLeakyRelu", "onnx.Tanh", "onnx.HardSigmoid", "onnx.HardSwish")
 def lower_unary(lw: Lowerer, op: Op) -> None:
     x, y = lw.tensor_in(0), lw.tensor_out(0)
-    fn = {"onnx.QLinearSigmoid": sigmoid, "onnx.Tanh": tanh}.get(op.kind) or leaky_relu(float(lw.attr("alpha")))
+    if op.kind == "onnx.HardSigmoid":
+        fn = hard_sigmoid(float(lw.attr("alpha")), float(lw.attr("beta")))
+    else:
+        fn = {"onnx.QLinearSigmoid": sigmoid, "onnx.Tanh": tanh, "onnx.HardSwish": hard_swish}.get(
+            op.kind) or leaky_relu(float(lw.attr("alpha")))
     table(lw, x, unary_table(x.quant, y.quant, fn), y.name, y.dtype)
 
 
