@@ -101,8 +101,8 @@ def tanh(v: np.ndarray) -> np.ndarray:
 
 
 def hard_sigmoid(alpha: float, beta: float) -> FloatFn:
-    """max(0, min(1, alpha * x + beta)), the product and the sum each rounded to float32 (onnxruntime's Eigen
-    kernel)."""
+    """max(0, min(1, alpha * x + beta)), the product and the sum each rounded to float32 (no fused multiply-add):
+    equal to onnxruntime's CPU kernel at every stored value measured (docs/onnx.md), not read from its sources."""
     a, b = F32(alpha), F32(beta)
     return lambda v: np.clip(((a * v).astype(F32) + b).astype(F32), F32(0), F32(1))
 
