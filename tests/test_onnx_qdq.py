@@ -3,10 +3,10 @@ the operator-format ops, generated C == onnxruntime's CPU execution provider bit
 an int32 bias, Gemm with transB (PyTorch's Linear) and per-channel weights, MatMul of two activations and with
 uint8 per-column weights, Pad (its fill value quantized), Add, Mul, Sigmoid, LeakyRelu, Softmax, the average
 pools, data movement (MaxPool, Transpose, Concat, Flatten) with and without a requantization, and Sub, Tanh,
-HardSigmoid, HardSwish, Relu and Clip, which onnxruntime runs in float between DQ and Q. With int8 activations onnxruntime runs every group of
-this model in float (its cases share one input quantization, docs/onnx.md): the int8 run checks those float paths.
-Many cases in one model (one C build, one onnxruntime session); the MLPerf-Tiny-shaped QDQ models are in
-test_onnx_models.py."""
+HardSigmoid, HardSwish, Relu and Clip, which onnxruntime runs in float between DQ and Q. With int8 activations
+onnxruntime runs every group of this model in float (its cases share one input quantization, docs/onnx.md): the
+int8 run checks those float paths. Many cases in one model (one C build, one onnxruntime session); the
+MLPerf-Tiny-shaped QDQ models are in test_onnx_models.py."""
 
 import sys
 from pathlib import Path
