@@ -1,8 +1,8 @@
 """MLPerf-Tiny-shaped ONNX models (bench/onnx_models.py: DS-CNN, MobileNetV1-0.25, ResNet-8, FC autoencoder, small
 shapes here; the full ones in bench/onnx_bench.py), quantized by onnxruntime's quantize_static in the operator
 format (per tensor with uint8 activations, per channel with int8) and in the QDQ format (both granularities, both
-activation types), compiled and run on generic C, an x86 SIMD target and Cortex-M4: every output element equals
-onnxruntime's.
+activation types; not int8 ResNet-8, where onnxruntime runs some Convs in float: docs/onnx.md), compiled and run on
+generic C, an x86 SIMD target and Cortex-M4: every output element equals onnxruntime's.
 
 The weights are quantized with reduce_range (7 bits): onnxruntime's x86 kernels without VNNI accumulate u8 x s8
 pairs in saturating int16 (MLAS, VPMADDUBSW), which 7-bit weights cannot overflow, so onnxruntime is an exact
@@ -69,8 +69,7 @@ def _check(model: str, config: str, target_name: str, samples: int) -> None:
 @pytest.mark.parametrize("model,config", [
     ("ds_cnn", "per_tensor_uint8"), ("mobilenet_v1", "per_channel_int8"), ("resnet8", "per_tensor_uint8"),
     ("resnet8", "per_channel_int8"), ("autoencoder", "per_channel_int8"),
-    ("ds_cnn", "qdq_per_tensor_uint8"), ("mobilenet_v1", "qdq_per_channel_uint8"), ("resnet8", "qdq_per_channel_int8"),
-    ("autoencoder", "qdq_per_tensor_int8"),
+    ("ds_cnn", "qdq_per_tensor_uint8"), ("resnet8", "qdq_per_channel_uint8"), ("autoencoder", "qdq_per_tensor_int8"),
 ])
 def test_generic_c_equals_onnxruntime(model, config):
     _check(model, config, "generic", samples=4)

@@ -4,9 +4,10 @@ an int32 bias, Gemm with transB (PyTorch's Linear) and per-channel weights, MatM
 uint8 per-column weights, Pad (its fill value quantized), Add, Mul, Sigmoid, LeakyRelu, Softmax, the average
 pools, data movement (MaxPool, Transpose, Concat, Flatten) with and without a requantization, and Sub, Tanh,
 HardSigmoid, HardSwish, Relu and Clip, which onnxruntime runs in float between DQ and Q. With int8 activations
-onnxruntime runs every group of this model in float (its cases share one input quantization, docs/onnx.md): the
-int8 run checks those float paths. Many cases in one model (one C build, one onnxruntime session); the
-MLPerf-Tiny-shaped QDQ models are in test_onnx_models.py."""
+onnxruntime runs the groups whose Q -> DQ pairs are shared in float (docs/onnx.md): the int8 run checks those
+float paths; the products read dedicated pairs, which it fuses (a float product may round differently). Many
+cases in one model (one C build, one onnxruntime session); the MLPerf-Tiny-shaped QDQ models are in
+test_onnx_models.py."""
 
 import sys
 from pathlib import Path
@@ -56,11 +57,14 @@ def _cases(dt: str) -> bytes:
     w = _dq_const(m, m.rng.integers(-127, 128, (6, 2, 3, 3)), "i8", list(w_scales), [0] * 6, axis=0)
     # the bias at the accumulator's scale, as quantize_static writes it (onnxruntime then fuses the group)
     bias = _dq_const(m, m.rng.integers(-2000, 2000, 6), "i32", list(np.float32(0.04) * w_scales), [0] * 6, axis=0)
-    conv = m.node("Conv", [x, w, bias], group=2, pads=[1, 0, 1, 1], strides=[1, 2])
+    # the products read dedicated Q -> DQ pairs: onnxruntime then fuses them also with int8 activations
+    conv_x = _qdq(m, m.input((1, 4, 7, 6), "f32"), 0.04, _zp(dt, 3), dt)
+    conv = m.node("Conv", [conv_x, w, bias], group=2, pads=[1, 0, 1, 1], strides=[1, 2])
     _out(m, conv, 0.09, _zp(dt, -5), dt)
     a = _qdq(m, m.input((2, 3, 8), "f32"), 0.03, _zp(dt, 2), dt)
     b = _qdq(m, m.input((2, 8, 5), "f32"), 0.05, _zp(dt, -1), dt)
-    _out(m, m.node("MatMul", [a, b]), 0.2, _zp(dt, 4), dt)
+    a_own = _qdq(m, m.input((2, 3, 8), "f32"), 0.03, _zp(dt, 2), dt)
+    _out(m, m.node("MatMul", [a_own, b]), 0.2, _zp(dt, 4), dt)
     _out(m, m.node("Mul", [a, _qdq(m, m.input((2, 3, 8), "f32"), 0.06, _zp(dt, 7), dt)]), 0.004, _zp(dt, 1), dt)
     _out(m, m.node("Sigmoid", [a]), 1 / 256, _zp(dt, -128), dt)
     pooled = m.node("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
@@ -75,7 +79,8 @@ def _cases(dt: str) -> bytes:
     _out(m, m.node("Gemm", [rows, g_w, g_b], transB=1), 0.07, _zp(dt, 6), dt)
     m_w = _dq_const(m, m.rng.integers(0, 256, (8, 4)), "u8", list(m.rng.uniform(0.004, 0.02, 4)), [120, 131, 128, 127],
                     axis=1)  # uint8 weights, per column
-    _out(m, m.node("MatMul", [rows, m_w]), 0.1, _zp(dt, 0), dt)
+    rows_own = _qdq(m, m.input((3, 8), "f32"), 0.05, _zp(dt, -4), dt)
+    _out(m, m.node("MatMul", [rows_own, m_w]), 0.1, _zp(dt, 0), dt)
     _out(m, m.node("Pad", [x, m.const([0, 0, 1, 2, 0, 1, 0, 0], "i64"), m.const(np.float32(0.5), "f32")]), 0.04,
          _zp(dt, 3), dt)
     _out(m, m.node("AveragePool", [x], kernel_shape=[3, 3], strides=[1, 1]), 0.03, _zp(dt, 1), dt)
