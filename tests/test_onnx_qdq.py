@@ -71,6 +71,8 @@ def _cases(dt: str) -> bytes:
     _out(m, pooled, 0.04, _zp(dt, 3), dt)  # the same quantization: the DQ -> Q pair disappears
     _out(m, m.node("Transpose", [pooled], perm=[0, 3, 1, 2]), 0.05, _zp(dt, -9), dt)  # a requantization
     _out(m, m.node("Concat", [x, x], axis=1), 0.04, _zp(dt, 3), dt)
+    other = _qdq(m, m.input((1, 4, 7, 2), "f32"), 0.09, _zp(dt, 5), dt)
+    _out(m, m.node("Concat", [x, other], axis=3), 0.05, _zp(dt, -2), dt)  # two quantizations: QLinearConcat
     _out(m, m.node("Flatten", [x], axis=1), 0.04, _zp(dt, 3), dt)
     rows = _qdq(m, m.input((3, 8), "f32"), 0.05, _zp(dt, -4), dt)  # PyTorch's Linear: Gemm with transB 1
     g_scales = m.rng.uniform(0.004, 0.02, 5).astype(np.float32)
@@ -107,7 +109,7 @@ def test_qdq_cases_bit_exact_with_onnxruntime(dt, tmp_path):
     assert {"onnx.QLinearConv", "onnx.QGemm", "onnx.QLinearMatMul", "onnx.QLinearMul", "onnx.QLinearSigmoid",
             "onnx.MaxPool", "onnx.Pad",
             "onnx.QLinearAveragePool", "onnx.QLinearGlobalAveragePool", "onnx.QLinearSoftmax", "onnx.QLinearAdd",
-            "onnx.QLinearLeakyRelu", "onnx.Requantize"} <= kinds
+            "onnx.QLinearLeakyRelu", "onnx.QLinearConcat", "onnx.Requantize"} <= kinds
     assert not {k for k in kinds if k.removeprefix("onnx.") in _FUSED}
     assert all(graph.tensors[op.outputs[0]].quant is not None for op in graph.ops
                if op.kind in ("onnx.Sub", "onnx.Tanh", "onnx.HardSigmoid", "onnx.HardSwish"))

@@ -6,16 +6,17 @@ The table: QuantizeLinear / DequantizeLinear quantize and dequantize; Reshape (a
 Unsqueeze, Identity), Transpose, Concat, Slice, Pad (its fill value quantized) and MaxPool move data (MaxPool
 commutes with the monotone dequantization); Conv, MatMul and Gemm contract (their bias is an Add after the
 product: onnx_ops_float), a dequantized int32 bias at the accumulator's float32 scale taken as its stored integers,
-as onnxruntime's fused kernels add them; Add, Mul, Sub, Sigmoid, Tanh, LeakyRelu, Softmax, the average pools,
-Relu and Clip compute element-wise on the quantized operands; Relu and Clip commute with quantization
-(monotone, constant bounds).
+as onnxruntime's fused kernels add them; Add, Mul, Sub, Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, Softmax,
+the average pools, Relu, Clip and Concat (of differently quantized inputs, which it cannot move) compute
+element-wise on the quantized operands; Relu and Clip commute with quantization (monotone, constant bounds).
 
 After the folding (onnxruntime's fusions, measured in docs/onnx.md):
   Conv [+ bias add + requantization] -> QLinearConv; MatMul -> QLinearMatMul; Gemm [+ bias ...] -> QGemm;
-  Add / Mul -> QLinearAdd / QLinearMul; Sigmoid, LeakyRelu, Softmax, GlobalAveragePool, AveragePool -> their
-  QLinear operators; Sub and Tanh stay, on quantized data (onnxruntime's float path, tabulated); Relu, Clip
-  and the remaining dequantize -> quantize pairs -> onnx.Requantize (8-bit: dequantize in float32, clamp to the
-  bounds, MlasQuantizeLinear: a table, exact).
+  Add / Mul -> QLinearAdd / QLinearMul; Concat of differently quantized inputs -> QLinearConcat; Sigmoid,
+  LeakyRelu, Softmax, GlobalAveragePool, AveragePool -> their QLinear operators; Sub, Tanh, HardSigmoid and
+  HardSwish stay, on quantized data (onnxruntime's float path, tabulated); Relu, Clip and the remaining
+  dequantize -> quantize pairs -> onnx.Requantize (8-bit: dequantize in float32, clamp to the bounds,
+  MlasQuantizeLinear: a table, exact).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import numpy as np
 
 from ..errors import UnsupportedError
 from ..ir.graph import Graph, Op
-from ..ir.quant import QuantType
+from ..ir.quant import QuantType, same_type
 from ..semantics import onnxruntime as ort
 from .qdq import QdqFormat, fold_qdq
 
@@ -98,7 +99,7 @@ ONNX = QdqFormat(
     reductions=frozenset(),
     elementwise=frozenset({"onnx.Add", "onnx.Mul", "onnx.Sub", "onnx.Sigmoid", "onnx.Tanh", "onnx.LeakyRelu",
                            "onnx.HardSigmoid", "onnx.HardSwish", "onnx.Softmax", "onnx.GlobalAveragePool",
-                           "onnx.AveragePool", "onnx.Relu", "onnx.Clip"}),
+                           "onnx.AveragePool", "onnx.Relu", "onnx.Clip", "onnx.Concat"}),
     activations={"onnx.Relu": 0, "onnx.Clip": 0},
     scalings={},
     bias_add="onnx.Add",
@@ -127,6 +128,9 @@ class _Rewrite:
                 self.fuse_bias(op)
             elif op.kind in ("onnx.Relu", "onnx.Clip"):
                 self.clamp(op)
+            elif op.kind == "onnx.Concat" and not all(
+                    same_type(self.graph.tensors[n].quant, self.graph.tensors[op.outputs[0]].quant) for n in op.inputs):
+                op.kind = "onnx.QLinearConcat"  # inputs of other quantizations (not moved: folded), requantized
             elif op.kind == "onnx.Pad" and len(op.inputs) > 1:  # the folded fill operand -> the attribute
                 op.attrs["value"] = int(np.asarray(self.graph.tensors[op.inputs[1]].data).reshape(-1)[0])
                 op.inputs = op.inputs[:1]
