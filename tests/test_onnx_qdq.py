@@ -1,13 +1,13 @@
 """ONNX QDQ-format ops (QuantizeLinear / DequantizeLinear around float ops), folded by the shared QDQ folding into
 the operator-format ops, generated C == onnxruntime's CPU execution provider bit for bit: grouped convolution with
-an int32 bias, Gemm with transB (PyTorch's Linear) and per-channel weights, MatMul of two activations and with
-uint8 per-column weights, Pad (its fill value quantized), Add, Mul, Sigmoid, LeakyRelu, Softmax, the average
-pools, data movement (MaxPool, Transpose, Concat, Flatten) with and without a requantization, and Sub, Tanh,
-HardSigmoid, HardSwish, Relu and Clip, which onnxruntime runs in float between DQ and Q. With int8 activations
-onnxruntime runs the groups whose Q -> DQ pairs are shared in float (docs/onnx.md): the int8 run checks those
-float paths; the products read dedicated pairs, which it fuses (a float product may round differently). Many
-cases in one model (one C build, one onnxruntime session); the MLPerf-Tiny-shaped QDQ models are in
-test_onnx_models.py."""
+float weights quantized in the graph (QAT exports) and an int32 bias, Gemm with transB (PyTorch's Linear) and
+per-channel weights, MatMul of two activations and with uint8 per-column weights, Pad (its fill value quantized),
+Add, Mul, Sigmoid, LeakyRelu, Softmax, the average pools, Concat of two quantizations, data movement (MaxPool,
+Transpose, Concat, Flatten) with and without a requantization, and Sub, Tanh, HardSigmoid, HardSwish, Relu and
+Clip, which onnxruntime runs in float between DQ and Q. With int8 activations onnxruntime runs the groups whose
+Q -> DQ pairs are shared in float (docs/onnx.md): the int8 run checks those float paths; the products read
+dedicated pairs, which it fuses (a float product may round differently). Many cases in one model (one C build, one
+onnxruntime session); the MLPerf-Tiny-shaped QDQ models are in test_onnx_models.py."""
 
 import sys
 from pathlib import Path
@@ -54,7 +54,9 @@ def _cases(dt: str) -> bytes:
     m = Models(seed=21 if dt == "i8" else 22)
     x = _qdq(m, m.input((1, 4, 7, 6), "f32"), 0.04, _zp(dt, 3), dt)
     w_scales = m.rng.uniform(0.004, 0.02, 6).astype(np.float32)
-    w = _dq_const(m, m.rng.integers(-127, 128, (6, 2, 3, 3)), "i8", list(w_scales), [0] * 6, axis=0)
+    w_q = m.qparams(list(w_scales), [0] * 6, "i8")  # float weights -> Q -> DQ, as QAT exports write them
+    w_float = m.const(m.rng.integers(-127, 128, (6, 2, 3, 3)) * w_scales[:, None, None, None] * 1.0003, "f32")
+    w = m.node("DequantizeLinear", [m.node("QuantizeLinear", [w_float, *w_q], axis=0), *w_q], axis=0)
     # the bias at the accumulator's scale, as quantize_static writes it (onnxruntime then fuses the group)
     bias = _dq_const(m, m.rng.integers(-2000, 2000, 6), "i32", list(np.float32(0.04) * w_scales), [0] * 6, axis=0)
     # the products read dedicated Q -> DQ pairs: onnxruntime then fuses them also with int8 activations
