@@ -5,8 +5,9 @@
     python bench/onnx_bench.py --write bench/ONNX.md
 
 Per model (DS-CNN, MobileNetV1-0.25, ResNet-8, FC autoencoder; float models with random weights quantized by
-onnxruntime's quantize_static in the operator format) and configuration (per tensor / per channel weights, uint8 /
-int8 activations, 8-bit weights with --full-range, else reduce_range's 7 bits) and target:
+onnxruntime's quantize_static in the operator format or the QDQ format) and configuration (per tensor / per channel
+weights, uint8 / int8 activations, 8-bit weights with --full-range, else reduce_range's 7 bits) and target:
+- for QDQ models, how many float ops onnxruntime still runs after fusing node groups into QLinear kernels;
 - compile time: import + plan (qcodegen.compiler.plan) and C generation, in seconds;
 - bit-exactness against onnxruntime's CPU execution provider on --samples seeded inputs (mismatching elements);
 - on targets whose runner counts them, instructions of one inference and .text / .rodata bytes; for Cortex-M4 also
@@ -40,8 +41,13 @@ from qcodegen.verify import get_runner  # noqa: E402
 from qcodegen.verify.onnx_oracle import compare_with_oracle, onnxruntime_oracle  # noqa: E402
 from qcodegen.verify.runners import cannot_count, unavailable  # noqa: E402
 
-CONFIGS = {"per_tensor_uint8": (False, "uint8"), "per_channel_int8": (True, "int8"),
-           "per_channel_uint8": (True, "uint8"), "per_tensor_int8": (False, "int8")}
+CONFIGS = {"per_tensor_uint8": (False, "uint8", False), "per_channel_int8": (True, "int8", False),
+           "per_channel_uint8": (True, "uint8", False), "per_tensor_int8": (False, "int8", False),
+           "qdq_per_tensor_uint8": (False, "uint8", True), "qdq_per_channel_int8": (True, "int8", True),
+           "qdq_per_channel_uint8": (True, "uint8", True), "qdq_per_tensor_int8": (False, "int8", True)}
+# the float ops onnxruntime can leave between DequantizeLinear and QuantizeLinear when it does not fuse a group
+_FLOAT_OPS = {"Conv", "MatMul", "Gemm", "Add", "Mul", "Sigmoid", "Softmax", "GlobalAveragePool", "AveragePool",
+              "Relu", "Clip", "MaxPool", "Concat"}
 TFLITE = {"ds_cnn": "ds_cnn", "mobilenet_v1": "mobilenet_v1_025", "resnet8": "resnet8",
           "autoencoder": "fc_autoencoder"}
 
@@ -62,6 +68,19 @@ def _row(name: str, config: str, raw: bytes, target_name: str, samples: int) -> 
         row.update(mismatches=result.mismatches, elements=sum(schedule.buffers[o].size for o in schedule.outputs)
                    * samples, **runner.measurements(generated))
     return row
+
+
+def _unfused(raw: bytes) -> int:
+    """How many float ops onnxruntime's CPU execution provider runs in a QDQ model after its graph optimizations
+    (the groups it did not fuse into QLinear kernels)."""
+    import onnx
+    import onnxruntime as ort
+
+    with tempfile.TemporaryDirectory(prefix="qc-onnx-opt-") as tmp:
+        options = ort.SessionOptions()
+        options.optimized_model_filepath = str(Path(tmp) / "optimized.onnx")
+        ort.InferenceSession(raw, options, providers=["CPUExecutionProvider"])
+        return sum(n.op_type in _FLOAT_OPS for n in onnx.load(options.optimized_model_filepath).graph.node)
 
 
 def _tflite_instructions(name: str) -> int | None:
@@ -121,14 +140,16 @@ def main() -> int:
                                                                  "to be exact on x86)")
     parser.add_argument("--write", type=Path)
     args = parser.parse_args()
-    lines = ["| model | config | target | plan s | generate s | mismatches / elements | instructions | "
-             ".text | .rodata | TFLite instructions |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | config | onnxruntime float ops | target | plan s | generate s | mismatches / elements | "
+             "instructions | .text | .rodata | TFLite instructions |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in args.models:
         float_model = onnx_models.MODELS[name]()
         tflite = None
         for config in args.configs:
-            per_channel, activations = CONFIGS[config]
-            raw = onnx_models.quantize(float_model, per_channel, activations, reduce_range=not args.full_range)
+            per_channel, activations, qdq = CONFIGS[config]
+            raw = onnx_models.quantize(float_model, per_channel, activations, reduce_range=not args.full_range,
+                                       qdq=qdq)
+            unfused = _unfused(raw) if qdq else ""
             for target_name in args.targets:
                 target = load_target(target_name)
                 if unavailable(target):
@@ -138,7 +159,8 @@ def main() -> int:
                 if target_name == "cortex-m4" and cannot_count(target) is None and tflite is None:
                     tflite = _tflite_instructions(name)
                 tfl = tflite if target_name == "cortex-m4" else None
-                line = (f"| {name} | {config} | {target_name} | {row['plan_s']:.2f} | {row['generate_s']:.2f} | "
+                line = (f"| {name} | {config} | {unfused} | {target_name} | {row['plan_s']:.2f} | "
+                        f"{row['generate_s']:.2f} | "
                         f"{row['mismatches']} / {row['elements']} | {row.get('instructions', '')} | "
                         f"{row.get('text_bytes', '')} | {row.get('rodata_bytes', '')} | {tfl or ''} |")
                 print(line, file=sys.stderr)

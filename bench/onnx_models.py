@@ -1,7 +1,7 @@
 """MLPerf-Tiny-shaped ONNX models for the ONNX front end's tests and benchmarks: float models built with
 onnx.helper (random weights, the shapes of bench/models.py: DS-CNN, MobileNetV1-0.25, ResNet-8, the FC
-autoencoder), quantized with onnxruntime.quantization.quantize_static in the operator (QOperator) format, per
-tensor or per channel, with int8 or uint8 activations. Needs onnx and onnxruntime (pip install
+autoencoder), quantized with onnxruntime.quantization.quantize_static in the operator (QOperator) or QDQ format,
+per tensor or per channel, with int8 or uint8 activations. Needs onnx and onnxruntime (pip install
 'qcodegen[onnx,oracles]'). Tests build smaller variants (fewer channels, blocks, smaller inputs)."""
 
 from __future__ import annotations
@@ -155,9 +155,9 @@ MODELS: dict[str, Callable[..., bytes]] = {"ds_cnn": ds_cnn, "mobilenet_v1": mob
 
 
 def quantize(float_model: bytes, per_channel: bool, activations: str = "int8", reduce_range: bool = False,
-             samples: int = 8, seed: int = 0) -> bytes:
-    """quantize_static in the QOperator format: int8 weights, `activations` "int8" or "uint8", calibrated on
-    seeded normal inputs."""
+             samples: int = 8, seed: int = 0, qdq: bool = False) -> bytes:
+    """quantize_static in the QOperator format (or QDQ): int8 weights, `activations` "int8" or "uint8",
+    calibrated on seeded normal inputs."""
     import onnx
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
@@ -176,7 +176,7 @@ def quantize(float_model: bytes, per_channel: bool, activations: str = "int8", r
     with tempfile.TemporaryDirectory(prefix="qc-onnx-q-") as tmp:
         src, dst = Path(tmp) / "float.onnx", Path(tmp) / "quant.onnx"
         src.write_bytes(float_model)
-        quantize_static(str(src), str(dst), Reader(), quant_format=QuantFormat.QOperator,
+        quantize_static(str(src), str(dst), Reader(), quant_format=QuantFormat.QDQ if qdq else QuantFormat.QOperator,
                         activation_type=QuantType.QInt8 if activations == "int8" else QuantType.QUInt8,
                         weight_type=QuantType.QInt8, per_channel=per_channel, reduce_range=reduce_range)
         return dst.read_bytes()

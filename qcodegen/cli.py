@@ -216,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--max-error-lsb", type=float, default=None, metavar="E",
                    help="--against float: pass when every output is within E LSB (default 0 for the float "
                         "definition: every element equal; none with --float-model: report only)")
-    v.add_argument("--float-model", metavar="FLOAT.tflite",
+    v.add_argument("--float-model", metavar="FLOAT.tflite|FLOAT.onnx",
                    help="--against float: the float model the quantized model was made from; reports RMSE, MAE, "
                         "max error, L2 relative error and cosine similarity per output and per layer")
     _hybrid_option(v)

@@ -1,7 +1,8 @@
 """MLPerf-Tiny-shaped ONNX models (bench/onnx_models.py: DS-CNN, MobileNetV1-0.25, ResNet-8, FC autoencoder, small
 shapes here; the full ones in bench/onnx_bench.py), quantized by onnxruntime's quantize_static in the operator
-format (per tensor with uint8 activations, per channel with int8), compiled and run on generic C, an x86 SIMD
-target and Cortex-M4: every output element equals onnxruntime's.
+format (per tensor with uint8 activations, per channel with int8) and in the QDQ format (both granularities, both
+activation types; not int8 ResNet-8, where onnxruntime runs some Convs in float: docs/onnx.md), compiled and run on
+generic C, an x86 SIMD target and Cortex-M4: every output element equals onnxruntime's.
 
 The weights are quantized with reduce_range (7 bits): onnxruntime's x86 kernels without VNNI accumulate u8 x s8
 pairs in saturating int16 (MLAS, VPMADDUBSW), which 7-bit weights cannot overflow, so onnxruntime is an exact
@@ -34,15 +35,17 @@ SMALL = {
     "resnet8": dict(size=16, widths=(8, 16, 16)),
     "autoencoder": dict(features=64, hidden=32, depth=2),
 }
-CONFIGS = {"per_tensor_uint8": (False, "uint8"), "per_channel_int8": (True, "int8")}
+CONFIGS = {"per_tensor_uint8": (False, "uint8", False), "per_channel_int8": (True, "int8", False),
+           "qdq_per_tensor_uint8": (False, "uint8", True), "qdq_per_channel_int8": (True, "int8", True),
+           "qdq_per_tensor_int8": (False, "int8", True), "qdq_per_channel_uint8": (True, "uint8", True)}
 _CACHE: dict[tuple[str, str], bytes] = {}
 
 
 def _quantized(model: str, config: str) -> bytes:
     if (model, config) not in _CACHE:
-        per_channel, activations = CONFIGS[config]
+        per_channel, activations, qdq = CONFIGS[config]
         _CACHE[model, config] = onnx_models.quantize(onnx_models.MODELS[model](**SMALL[model]), per_channel,
-                                                     activations, reduce_range=True)
+                                                     activations, reduce_range=True, qdq=qdq)
     return _CACHE[model, config]
 
 
@@ -66,6 +69,7 @@ def _check(model: str, config: str, target_name: str, samples: int) -> None:
 @pytest.mark.parametrize("model,config", [
     ("ds_cnn", "per_tensor_uint8"), ("mobilenet_v1", "per_channel_int8"), ("resnet8", "per_tensor_uint8"),
     ("resnet8", "per_channel_int8"), ("autoencoder", "per_channel_int8"),
+    ("ds_cnn", "qdq_per_tensor_uint8"), ("resnet8", "qdq_per_channel_uint8"), ("autoencoder", "qdq_per_tensor_int8"),
 ])
 def test_generic_c_equals_onnxruntime(model, config):
     _check(model, config, "generic", samples=4)
@@ -73,6 +77,7 @@ def test_generic_c_equals_onnxruntime(model, config):
 
 @pytest.mark.parametrize("target,model,config", [
     ("x86-avx2", "ds_cnn", "per_channel_int8"), ("cortex-m4", "mobilenet_v1", "per_tensor_uint8"),
+    ("x86-avx2", "resnet8", "qdq_per_tensor_uint8"), ("cortex-m4", "ds_cnn", "qdq_per_channel_int8"),
 ])
 def test_targets_equal_onnxruntime(target, model, config):
     _check(model, config, target, samples=2)

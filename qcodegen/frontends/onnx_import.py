@@ -186,9 +186,13 @@ class Importer:
             name += "_"
         return name
 
-    def emit(self, kind: str, inputs: list[str], outputs: list[str], **attrs: Any) -> Op:
+    def label_name(self, output: str) -> str:
+        """The name an op emitted for the current node carries: the node's, else its ONNX output's."""
         assert self.node is not None
-        op = Op(f"onnx.{kind}", inputs, outputs, attrs, name=self.node.name or outputs[0])
+        return self.node.name or output
+
+    def emit(self, kind: str, inputs: list[str], outputs: list[str], **attrs: Any) -> Op:
+        op = Op(f"onnx.{kind}", inputs, outputs, attrs, name=self.label_name(outputs[0]))
         self.graph.ops.append(op)
         return op
 

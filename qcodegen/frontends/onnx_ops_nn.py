@@ -4,8 +4,9 @@ QLinearConv, ConvInteger -> onnx.QLinearConv / onnx.ConvInteger [x, w(, bias)] w
 weights, attrs pads [top, left, bottom, right], strides, dilations, group, layout "NCHW".
 QLinearMatMul, MatMulInteger -> onnx.QLinearMatMul / onnx.MatMulInteger [a, b] (numpy matmul broadcasting).
 com.microsoft QGemm -> onnx.QGemm [a, b(, c)] (quantized or float32 result), attrs alpha, trans_a, trans_b.
-MaxPool (8-bit data), com.microsoft QLinearAveragePool / QLinearGlobalAveragePool -> onnx.MaxPool /
-onnx.QLinearAveragePool / onnx.QLinearGlobalAveragePool [x], layout "NCHW" (or "NHWC" for channels_last=1).
+MaxPool (8-bit data, or float in QDQ models), com.microsoft QLinearAveragePool / QLinearGlobalAveragePool ->
+onnx.MaxPool / onnx.QLinearAveragePool / onnx.QLinearGlobalAveragePool [x], layout "NCHW" (or "NHWC" for
+channels_last=1).
 Integer operators keep their zero points as attributes (x_zero_point, w_zero_point, a_zero_point, b_zero_point).
 """
 
@@ -170,9 +171,10 @@ def qgemm(imp: Importer, node: Node) -> None:
              trans_a=trans_a, trans_b=trans_b)
 
 
-def _pool_input(imp: Importer, channels_last: bool) -> tuple[Tensor, tuple[int, int]]:
+def _pool_input(imp: Importer, channels_last: bool, float_allowed: bool = False) -> tuple[Tensor, tuple[int, int]]:
     x = imp.tensor_in(0)
-    _eight_bit(imp, x, "input")
+    if not (float_allowed and x.dtype.name == "f32"):
+        _eight_bit(imp, x, "input")
     if len(x.shape) != 4:
         raise imp.unsupported(f"only 2-D pooling (rank-4 data) is supported, got {list(x.shape)}")
     return x, (x.shape[1:3] if channels_last else x.shape[2:])
@@ -186,8 +188,9 @@ def _pool_output_shape(x: Tensor, out_hw: tuple[int, int], channels_last: bool) 
 @importer("MaxPool")
 def max_pool(imp: Importer, node: Node) -> None:
     imp.counts((1, 1))
-    x, hw = _pool_input(imp, False)
-    quantized(imp, x, "input")
+    x, hw = _pool_input(imp, False, float_allowed=True)  # float: a QDQ model's, the folding moves it
+    if x.dtype.name != "f32":
+        quantized(imp, x, "input")
     if int(imp.attr("storage_order", 0)):
         raise imp.unsupported("storage_order 1 is not supported")
     kernel = imp.ints_attr("kernel_shape", 2, 0)

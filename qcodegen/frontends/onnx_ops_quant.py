@@ -38,9 +38,8 @@ def _q_params(imp: Importer, x_shape: tuple[int, ...], storage: str, scale_i: in
 def quantize_linear(imp: Importer, node: Node) -> None:
     imp.counts((2, 3))
     x = imp.tensor_in(0)
-    if x.dtype.name != "f32" or x.is_const:
-        raise imp.unsupported(f"input {x.name!r} must be a float32 tensor computed at run time (got {x.dtype}"
-                              f"{', a constant' if x.is_const else ''})")
+    if x.dtype.name != "f32":  # a constant (QAT exports' float weights) is quantized by the QDQ folding
+        raise imp.unsupported(f"input {x.name!r} must be a float32 tensor (got {x.dtype})")
     if imp.name_in(2, required=False) is not None:
         storage = imp.zero_point_type(2, "u8")
     else:

@@ -3,7 +3,8 @@ the input's type and quantization:
 
 Reshape, Flatten, Squeeze, Unsqueeze, Identity -> onnx.Reshape (attr shape); Transpose -> onnx.Transpose (perm);
 Concat -> onnx.Concat (axis; inputs of one quantization); Pad -> onnx.Pad (pads [begin..., end...], mode
-"constant" with a constant value, which must be exact in the data's quantization); Slice -> onnx.Slice (starts,
+"constant" with a constant value, the stored value as attr value; float data, a QDQ model's: the value as operand
+1, which the QDQ folding quantizes); Slice -> onnx.Slice (starts,
 sizes, steps per axis, all normalised).
 """
 
@@ -172,10 +173,17 @@ def pad(imp: Importer, node: Node) -> None:
     stored = 0 if value is None else np.asarray(value).reshape(-1)
     if np.size(stored) > 1:
         raise imp.error("constant_value must be a scalar")
+    shape = tuple(d + full[i] + full[rank + i] for i, d in enumerate(x.shape))
+    if x.dtype.name == "f32":  # a QDQ model's: the fill value is an operand, quantized by the QDQ folding
+        fill = imp.fresh(f"{imp.name_out()}_fill")
+        imp.graph.tensors[fill] = Tensor(fill, (), "f32", data=np.float32(np.asarray(stored).reshape(-1)[0]
+                                                                           if np.size(stored) else 0.0))
+        y = imp.new_tensor(imp.name_out(), shape, "f32")
+        imp.emit("Pad", [x.name, fill], [y.name], pads=full)
+        return
     stored = int(np.asarray(stored).reshape(-1)[0]) if np.size(stored) else 0
     if x.quant is None or x.quant.kind != "per_tensor":
         raise imp.unsupported(f"Pad of {x.dtype} data {x.name!r} that is not quantized per tensor")
-    shape = tuple(d + full[i] + full[rank + i] for i, d in enumerate(x.shape))
     _emit_like(imp, "Pad", x, shape, pads=full, value=stored)
 
 

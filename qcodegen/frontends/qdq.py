@@ -23,7 +23,8 @@ the operands, float op, quantize), so folding keeps the meaning:
    becomes the hybrid op (float lhs, quantized constant rhs, float result) where the format has one;
 4. bias: `add(contraction, bias)` with a constant bias (float, or a dequantized i32 constant) is the contraction
    with an i32 accumulator type (scale s_x * s_w per output channel, zero point 0), an i32 add of the bias
-   quantized to that type (round half to even in float64, |error| <= 0.5 s_x s_w), and a requantization to T;
+   quantized to that type (round half to even in float64, |error| <= 0.5 s_x s_w; or, in a format whose runtime
+   adds the stored integers of a dequantized i32 bias, those integers), and a requantization to T;
 5. the remaining dequantize -> quantize pairs become a requantization (quantized -> quantized).
 
 Float graph inputs stay float and final dequantizes stay (float outputs): the signature is kept. A float compute op
@@ -52,7 +53,9 @@ StableHLO's is `STABLEHLO` in qcodegen/frontends/stablehlo_qdq.py. What a format
   through untouched.
 - `bias_add`: the add kind of the bias pattern; `output_channel_axis(graph, op, weight_axis)`: the output axis of
   a contraction's per-channel accumulator for weights quantized per tensor (None) or along `weight_axis`, or None
-  when that granularity cannot carry a bias; `hybrid`: whether weight-only contractions become hybrid ops.
+  when that granularity cannot carry a bias; `hybrid`: whether weight-only contractions become hybrid ops;
+  `integer_bias`: whether a bias that is a dequantized i32 constant (through data movement) is its stored
+  integers (onnxruntime's fused QLinearConv / QGemm add them as they are) rather than its float value requantized.
 - `quantize_values(values, q)`: the format's quantize formula (storage integers); `evaluate(graph, op, args)`: the
   float value of an op on constant operands (raises UnsupportedError when it cannot).
 """
@@ -95,6 +98,7 @@ class QdqFormat:
     transpose_axis: Callable[[Op, int], int | None] = lambda op, axis: None
     static_operands: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     hybrid: bool = False
+    integer_bias: bool = False
 
     def data_operands(self, op: Op) -> list[int]:
         """Positions of the operands that carry values (not static, not fill values)."""
@@ -364,7 +368,9 @@ class _Folder:
                 return False
             shape = self.graph.tensors[add.outputs[0]].shape
             scales, _ = acc.expand(shape)
-            values = np.rint(np.broadcast_to(np.asarray(bias, np.float64), shape) / scales)
+            stored = self.stored_integers(add.inputs[1 - k], acc) if self.fmt.integer_bias else None
+            values = (np.rint(np.broadcast_to(np.asarray(bias, np.float64), shape) / scales) if stored is None
+                      else np.broadcast_to(stored, shape).astype(np.float64))
             if np.any(np.abs(values) >= _I32):
                 self.reasons[id(contract)] = "its bias quantized to the accumulator scale overflows int32"
                 return False
@@ -381,6 +387,35 @@ class _Folder:
             self.finish(requant, chain)
             return True
         return False
+
+    def stored_integers(self, name: str, acc: QuantType) -> np.ndarray | None:
+        """The stored values of a dequantized i32 constant that float tensor `name` is (through data movement of
+        one operand) when its scales are the accumulator's rounded to float32 (zero points 0), or None."""
+        op = self.producer(name)
+        if op is None:
+            return None
+        if op.kind in self.fmt.dequantize:
+            t, value = self.graph.tensors[op.inputs[0]], self.const_value(op.inputs[0])
+            q = t.quant
+            if value is None or t.dtype.name != "i32" or q.kind == "sub_channel" or np.any(q.zero_points != 0):
+                return None
+            wanted = np.unique(acc.scales.astype(np.float32))
+            have = np.unique(q.scales.astype(np.float32))
+            same = (have.size == 1 and wanted.size == 1 and have[0] == wanted[0]) or (
+                q.kind == "per_axis" and np.array_equal(q.scales.astype(np.float32),
+                                                        np.broadcast_to(acc.scales, q.scales.shape).astype(np.float32)))
+            return value if same else None
+        moved = self.fmt.data_operands(op) if op.kind in self.fmt.movement else []
+        if len(moved) != 1 or len(op.outputs) != 1:
+            return None
+        inner = self.stored_integers(op.inputs[moved[0]], acc)
+        if inner is None:
+            return None
+        args = [inner if i == moved[0] else self.const_value(n) for i, n in enumerate(op.inputs)]
+        try:
+            return self.fmt.evaluate(self.graph, op, args)
+        except UnsupportedError:
+            return None
 
     def requantize_pairs(self) -> None:
         """dq(a) -> q(T): a requantization of a, or a itself (renamed to the quantize's result) when its type is T

@@ -85,6 +85,33 @@ def unary_table(qx: QuantType, qy: QuantType, fn: FloatFn) -> np.ndarray:
         return quantize(fn(dequantize(storage_grid(qx), qx)).astype(F32), qy)
 
 
+def float_binary_table(qa: QuantType, qb: QuantType, qc: QuantType,
+                       fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+    """A binary float op between DequantizeLinear and QuantizeLinear, as onnxruntime runs a QDQ group it does not
+    fuse: both operands dequantized in float32, `fn` in float32, MlasQuantizeLinear. Rows: a, columns: b."""
+    a = dequantize(storage_grid(qa), qa)[:, None]
+    b = dequantize(storage_grid(qb), qb)[None, :]
+    with np.errstate(over="ignore", invalid="ignore"):
+        return quantize(fn(a, b).astype(F32), qc).reshape(-1)
+
+
+def tanh(v: np.ndarray) -> np.ndarray:
+    """tanh correctly rounded to float32 (MLAS evaluates a rational approximation instead)."""
+    return np.tanh(v.astype(np.float64)).astype(F32)
+
+
+def hard_sigmoid(alpha: float, beta: float) -> FloatFn:
+    """max(0, min(1, alpha * x + beta)), the product and the sum each rounded to float32 (no fused multiply-add):
+    equal to onnxruntime's CPU kernel at every stored value measured (docs/onnx.md), not read from its sources."""
+    a, b = F32(alpha), F32(beta)
+    return lambda v: np.clip(((a * v).astype(F32) + b).astype(F32), F32(0), F32(1))
+
+
+def hard_swish(v: np.ndarray) -> np.ndarray:
+    """x * HardSigmoid(x) with alpha 1/6, beta 0.5 (ONNX's definition), in float32."""
+    return (v * hard_sigmoid(1 / 6, 0.5)(v)).astype(F32)
+
+
 def leaky_relu(alpha: float) -> FloatFn:
     a = F32(alpha)
     return lambda v: np.where(v >= 0, v, f32_product(a, v))

@@ -7,7 +7,11 @@ reference's. Metrics per tensor, over every sample: RMSE, MAE, max |error|, L2 r
 (||q - f|| / ||f||) and cosine similarity in float units, and RMSE / MAE / max |error| in LSB of the quantized
 tensor (error / scale, per channel for per-axis types).
 
-Float models: `.tflite` (run with LiteRT's reference kernels, `pip install ai-edge-litert`)."""
+Float models: `.tflite` (run with LiteRT's reference kernels, `pip install ai-edge-litert`); `.onnx` (run with
+onnxruntime, graph optimizations off, every node output kept): a QDQ model's tensor `t_QuantizeLinear_Output`, as
+quantize_static names the quantization of float tensor `t`, corresponds to the float model's `t`, channels-last
+buffers to NCHW tensors (transposed; skipped where the shape cannot tell). Operator-format models compare their
+outputs only: their QLinear ops' results carry the name of the op before a fused activation, not its value."""
 
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from ..ir.quant import QuantType
 from ..ir.schedule import TEMP, Schedule
 from ..reference import run_reference
 from ..semantics.tflite import quantize_values
+from .check import float_input_range
 from .runners import HarnessRunner, HostRunner
 
 STATEMENT = ("accuracy of the quantized model against its float original (quantization error); not a bit-exactness "
@@ -169,12 +174,72 @@ class LiteRTFloatModel:
     def output_names(self) -> list[str]:
         return [d["name"] for d in self.outputs]
 
+    def layer(self, values: dict[str, np.ndarray], name: str, shape: tuple[int, ...]) -> np.ndarray | None:
+        """The float tensor of the same name and shape as a quantized model's buffer, if any."""
+        value = values.get(name)
+        return value if value is not None and value.shape == shape else None
+
+
+class OnnxFloatModel:
+    """A float .onnx run with onnxruntime's CPU execution provider (graph optimizations off, so that every node's
+    output exists and is kept)."""
+
+    SUFFIX = "_QuantizeLinear_Output"  # quantize_static's name of a QDQ model's quantized tensor
+
+    def __init__(self, path: Path) -> None:
+        try:
+            import onnx
+            import onnxruntime
+        except ImportError:
+            raise QcError(f"--float-model with a .onnx needs onnx and onnxruntime: {install_hint('oracles')}") from None
+        model = onnx.load(str(path))
+        self.outputs = [o.name for o in model.graph.output]
+        self.inputs = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+        kept = set(self.outputs)
+        for node in model.graph.node:
+            for name in node.output:
+                if name and name not in kept:
+                    model.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
+                    kept.add(name)
+        options = onnxruntime.SessionOptions()
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+        options.log_severity_level = 3
+        try:
+            self.session = onnxruntime.InferenceSession(model.SerializeToString(), options,
+                                                        providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own exception types
+            raise QcError(f"{path}: onnxruntime cannot load the float model: {str(exc).strip()[:300]}") from None
+
+    def run(self, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
+        names = [o.name for o in self.session.get_outputs()]
+        values = self.session.run(None, dict(zip(self.inputs, inputs, strict=True)))
+        return {n: np.asarray(v) for n, v in zip(names, values, strict=True)}
+
+    def output_names(self) -> list[str]:
+        return self.outputs
+
+    def layer(self, values: dict[str, np.ndarray], name: str, shape: tuple[int, ...]) -> np.ndarray | None:
+        """The float tensor a quantized buffer stands for (module docstring): same shape, or NCHW for a
+        channels-last buffer when only the transposition matches."""
+        value = values.get(name.removesuffix(self.SUFFIX)) if name.endswith(self.SUFFIX) else None
+        if value is None or value.dtype != np.float32:
+            return None
+        nhwc = value.transpose(0, 2, 3, 1) if value.ndim == 4 else None
+        if value.shape == shape:
+            return value if nhwc is None or nhwc.shape != shape else None
+        return nhwc if nhwc is not None and nhwc.shape == shape else None
+
 
 def _float_inputs(schedule: Schedule, rng: np.random.Generator) -> list[np.ndarray]:
-    """Float inputs spread over each quantized input's real range (its storage range dequantized)."""
+    """Float inputs spread over each quantized input's real range (its storage range dequantized); a float input
+    (an ONNX model's, quantized inside) over its QuantizeLinear's range."""
     arrays = []
     for name in schedule.inputs:
         q = schedule.buffers[name].quant
+        if schedule.buffers[name].dtype.is_float:
+            lo, hi = float_input_range(schedule, name)
+            arrays.append(rng.uniform(lo, hi, schedule.buffers[name].shape).astype(np.float32))
+            continue
         if q is None or q.kind != "per_tensor":
             raise QcError(f"input {name!r}: float validation needs per-tensor quantized inputs")
         lo, hi = (q.storage_min - q.zero_point) * q.scale, (q.storage_max - q.zero_point) * q.scale
@@ -187,9 +252,10 @@ def verify_against_float_model(float_path: Path, schedule: Schedule, model: Gene
                                tolerance_lsb: float | None = None) -> AccuracyResult:
     """Run seeded float inputs through the float model and (quantized as TFLite quantizes them) through the
     generated C; compare outputs, and layers whose tensor names and shapes match."""
-    if float_path.suffix.lower() != ".tflite":
-        raise QcError(f"{float_path}: float models are read from .tflite files")
-    reference = LiteRTFloatModel(float_path)
+    suffix = float_path.suffix.lower()
+    if suffix not in (".tflite", ".onnx"):
+        raise QcError(f"{float_path}: float models are read from .tflite and .onnx files")
+    reference = LiteRTFloatModel(float_path) if suffix == ".tflite" else OnnxFloatModel(float_path)
     if len(reference.inputs) != len(schedule.inputs) or len(reference.outputs) != len(schedule.outputs):
         raise QcError(f"{float_path}: has {len(reference.inputs)} input(s) and {len(reference.outputs)} output(s), "
                       f"the quantized model {len(schedule.inputs)} and {len(schedule.outputs)}")
@@ -198,7 +264,8 @@ def verify_against_float_model(float_path: Path, schedule: Schedule, model: Gene
     out_keys = [f"output:{n}" for n in schedule.outputs]
     for _ in range(samples):
         xs = _float_inputs(schedule, rng)
-        quantized = [quantize_values(x, schedule.buffers[n].quant, schedule.buffers[n].dtype)
+        quantized = [x if schedule.buffers[n].dtype.is_float else
+                     quantize_values(x, schedule.buffers[n].quant, schedule.buffers[n].dtype)
                      for x, n in zip(xs, schedule.inputs, strict=True)]
         float_values = reference.run(xs)
         got, _ = runner.run(model, quantized)
@@ -206,9 +273,9 @@ def verify_against_float_model(float_path: Path, schedule: Schedule, model: Gene
         for n, key, fname, value in zip(schedule.outputs, out_keys, reference.output_names(), got, strict=True):
             pairs.add(key, schedule.buffers[n].quant, value, float_values[fname])
         for name, buf in schedule.buffers.items():
-            if buf.kind == TEMP and buf.quant is not None and name in float_values \
-                    and float_values[name].shape == buf.shape:
-                pairs.add(name, buf.quant, ours[name], float_values[name])
+            want = reference.layer(float_values, name, buf.shape) if buf.kind == TEMP and buf.quant else None
+            if want is not None:
+                pairs.add(name, buf.quant, ours[name], want)
     errors = pairs.errors()
     return AccuracyResult(samples, [errors[k] for k in out_keys], [e for k, e in errors.items()
                                                                    if not k.startswith("output:")], tolerance_lsb)

@@ -30,7 +30,7 @@ class VerifyResult:
                 "first_mismatch": self.first_mismatch, **self.extra}
 
 
-def _float_input_range(schedule: Schedule, name: str) -> tuple[float, float]:
+def float_input_range(schedule: Schedule, name: str) -> tuple[float, float]:
     """A float input feeding a QUANTIZE covers that quantizer's range (plus 10% to exercise saturation)."""
     for step in schedule.steps:
         if step.op == "QUANTIZE" and step.inputs[0] == name:
@@ -49,7 +49,7 @@ def random_inputs(schedule: Schedule, rng: np.random.Generator) -> list[np.ndarr
     for name in schedule.inputs:
         buf = schedule.buffers[name]
         if buf.dtype.is_float:
-            lo, hi = _float_input_range(schedule, name)
+            lo, hi = float_input_range(schedule, name)
             arrays.append(rng.uniform(lo, hi, buf.shape).astype(np.float32))
             continue
         lo, hi = (buf.quant.storage_min, buf.quant.storage_max) if buf.quant else (buf.dtype.min, buf.dtype.max)

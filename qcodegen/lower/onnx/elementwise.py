@@ -1,31 +1,48 @@
-"""com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu on 8-bit data -> tables of
-onnxruntime's float32 arithmetic (qcodegen/semantics/onnxruntime.py), exact by construction.
+"""com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu on 8-bit data, and a QDQ model's
+quantized Sub and Tanh (which onnxruntime runs in float between DQ and Q) -> tables of onnxruntime's float32
+arithmetic (qcodegen/semantics/onnxruntime.py), exact by construction.
 
-Sigmoid and LeakyRelu: a 256-entry TABLE, as onnxruntime itself builds (its Sigmoid uses MLAS's polynomial
-logistic, ours the correctly rounded one: docs/onnx.md). Add and Mul: a 65,536-entry LOOKUP of the x86-64 kernels'
-formulas over both stored operands (equal shapes, or one operand with a single element: onnxruntime's scalar
-form).
+Sigmoid, LeakyRelu, Tanh: a 256-entry TABLE, as onnxruntime itself builds (its Sigmoid and Tanh use MLAS's
+approximations, ours the correctly rounded functions: docs/onnx.md). Add and Mul: a 65,536-entry LOOKUP of the
+x86-64 kernels' formulas over both stored operands (equal shapes, or one operand with a single element:
+onnxruntime's scalar form); Sub: of the float path (dequantize, subtract, quantize, all float32).
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...errors import UnsupportedError
 from ...ir.graph import Op
 from ...ir.quant import QuantType
-from ...semantics.onnxruntime import add_table, leaky_relu, mul_table, sigmoid, unary_table
+from ...semantics.onnxruntime import (
+    add_table,
+    float_binary_table,
+    hard_sigmoid,
+    hard_swish,
+    leaky_relu,
+    mul_table,
+    sigmoid,
+    tanh,
+    unary_table,
+)
 from ..base import Lowerer, rule
 from ..common import align_rank
 from .tables import table, table2
 
 
-@rule("onnx.QLinearSigmoid", "onnx.QLinearLeakyRelu")
+@rule("onnx.QLinearSigmoid", "onnx.QLinearLeakyRelu", "onnx.Tanh", "onnx.HardSigmoid", "onnx.HardSwish")
 def lower_unary(lw: Lowerer, op: Op) -> None:
     x, y = lw.tensor_in(0), lw.tensor_out(0)
-    fn = sigmoid if op.kind == "onnx.QLinearSigmoid" else leaky_relu(float(lw.attr("alpha")))
+    if op.kind == "onnx.HardSigmoid":
+        fn = hard_sigmoid(float(lw.attr("alpha")), float(lw.attr("beta")))
+    else:
+        fn = {"onnx.QLinearSigmoid": sigmoid, "onnx.Tanh": tanh, "onnx.HardSwish": hard_swish}.get(
+            op.kind) or leaky_relu(float(lw.attr("alpha")))
     table(lw, x, unary_table(x.quant, y.quant, fn), y.name, y.dtype)
 
 
-@rule("onnx.QLinearAdd", "onnx.QLinearMul")
+@rule("onnx.QLinearAdd", "onnx.QLinearMul", "onnx.Sub")
 def lower_binary(lw: Lowerer, op: Op) -> None:
     a, b, y = lw.tensor_in(0), lw.tensor_in(1), lw.tensor_out(0)
     scalar = "a" if a.size == 1 and b.size > 1 else "b" if b.size == 1 and a.size > 1 else ""
@@ -38,6 +55,8 @@ def lower_binary(lw: Lowerer, op: Op) -> None:
         quants = [QuantType.per_tensor("u8", q.scale, q.zero_point + 128) for q in quants]
     if op.kind == "onnx.QLinearAdd":
         values = add_table(*quants, scalar)
+    elif op.kind == "onnx.Sub":  # a QDQ model's (onnxruntime has no QLinear kernel: it runs the float path)
+        values = float_binary_table(*quants, np.subtract)
     else:
         values = mul_table(*quants)
     values = values - 128 if unsigned else values

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ...ir.graph import Op
 from ...ir.quant import QuantType
+from ...semantics.onnxruntime import unary_table
 from ..base import Lowerer, rule
+from .tables import table
 
 
 def quant_attrs(q: QuantType) -> dict[str, Any]:
@@ -47,3 +51,15 @@ def lower_rebase(lw: Lowerer, op: Op) -> None:
     unsigned_in = x.dtype.name == "u8"
     lw.emit("RESCALE", [x.name], [y.name], multiplier=[1 << 30], shift=[30], input_zp=128 if unsigned_in else 0,
             output_zp=0 if unsigned_in else 128, scale32=True, rounding="single_round", per_channel=False)
+
+
+@rule("onnx.Requantize")
+def lower_requantize(lw: Lowerer, op: Op) -> None:
+    """A QDQ model's dequantize -> [clamp] -> quantize on 8-bit data (qcodegen/frontends/onnx_qdq.py): onnxruntime
+    runs the float ops, so the result is a function of the stored value, a 256-entry TABLE of its float32
+    arithmetic (exact). Relu and Clip give the float bounds min / max."""
+    x, y = lw.tensor_in(0), lw.tensor_out(0)
+    if x.dtype.bits != 8 or y.dtype.bits != 8:
+        raise lw.error(f"requantization of {x.dtype} {x.name!r} to {y.dtype} (supported: 8-bit data)")
+    lo, hi = np.float32(lw.attr("min", -np.inf)), np.float32(lw.attr("max", np.inf))
+    table(lw, x, unary_table(x.quant, y.quant, lambda v: np.clip(v, lo, hi)), y.name, y.dtype)

@@ -1,0 +1,167 @@
+"""ONNX QDQ-format ops (QuantizeLinear / DequantizeLinear around float ops), folded by the shared QDQ folding into
+the operator-format ops, generated C == onnxruntime's CPU execution provider bit for bit: grouped convolution with
+float weights quantized in the graph (QAT exports) and an int32 bias, Gemm with transB (PyTorch's Linear) and
+per-channel weights, MatMul of two activations and with uint8 per-column weights, Pad (its fill value quantized),
+Add, Mul, Sigmoid, LeakyRelu, Softmax, the average pools, Concat of two quantizations, data movement (MaxPool,
+Transpose, Concat, Flatten) with and without a requantization, and Sub, Tanh, HardSigmoid, HardSwish, Relu and
+Clip, which onnxruntime runs in float between DQ and Q. With int8 activations onnxruntime runs the groups whose
+Q -> DQ pairs are shared in float (docs/onnx.md): the int8 run checks those float paths; the products read
+dedicated pairs, which it fuses (a float product may round differently). Many cases in one model (one C build, one
+onnxruntime session); the MLPerf-Tiny-shaped QDQ models are in test_onnx_models.py."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx", reason="the ONNX front end needs onnx (pip install 'qcodegen[onnx]')")
+pytest.importorskip("onnxruntime", reason="the oracle is onnxruntime (pip install 'qcodegen[oracles]')")
+
+from qcodegen.codegen import generate, load_target  # noqa: E402
+from qcodegen.compiler import plan  # noqa: E402
+from qcodegen.errors import UnsupportedError  # noqa: E402
+from qcodegen.frontends.onnx import import_onnx_bytes  # noqa: E402
+from qcodegen.verify import get_runner  # noqa: E402
+from qcodegen.verify.onnx_oracle import compare_with_oracle, onnxruntime_oracle  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from onnx_cases import Models  # noqa: E402
+
+_FUSED = {"Conv", "MatMul", "Gemm", "Add", "Mul", "Sigmoid", "LeakyRelu", "Softmax", "AveragePool",
+          "GlobalAveragePool", "Relu", "Clip"}  # folded into another kind
+
+
+def _qdq(m: Models, x: str, scale: float, zp: int, dt: str) -> str:
+    """x -> QuantizeLinear -> DequantizeLinear (a quantized activation, float again)."""
+    params = m.qparams(scale, zp, dt)
+    return m.node("DequantizeLinear", [m.node("QuantizeLinear", [x, *params]), *params])
+
+
+def _dq_const(m: Models, values: np.ndarray, dt: str, scale, zp, **attrs) -> str:
+    return m.node("DequantizeLinear", [m.const(values, dt), *m.qparams(scale, zp, dt)], **attrs)
+
+
+def _out(m: Models, x: str, scale: float, zp: int, dt: str) -> None:
+    m.output(_qdq(m, x, scale, zp, dt), None, "f32")
+
+
+def _zp(dt: str, signed: int) -> int:
+    return signed if dt == "i8" else signed + 128
+
+
+def _cases(dt: str) -> bytes:
+    m = Models(seed=21 if dt == "i8" else 22)
+    x = _qdq(m, m.input((1, 4, 7, 6), "f32"), 0.04, _zp(dt, 3), dt)
+    w_scales = m.rng.uniform(0.004, 0.02, 6).astype(np.float32)
+    w_q = m.qparams(list(w_scales), [0] * 6, "i8")  # float weights -> Q -> DQ, as QAT exports write them
+    w_float = m.const(m.rng.integers(-127, 128, (6, 2, 3, 3)) * w_scales[:, None, None, None] * 1.0003, "f32")
+    w = m.node("DequantizeLinear", [m.node("QuantizeLinear", [w_float, *w_q], axis=0), *w_q], axis=0)
+    # the bias at the accumulator's scale, as quantize_static writes it (onnxruntime then fuses the group)
+    bias = _dq_const(m, m.rng.integers(-2000, 2000, 6), "i32", list(np.float32(0.04) * w_scales), [0] * 6, axis=0)
+    # the products read dedicated Q -> DQ pairs: onnxruntime then fuses them also with int8 activations
+    conv_x = _qdq(m, m.input((1, 4, 7, 6), "f32"), 0.04, _zp(dt, 3), dt)
+    conv = m.node("Conv", [conv_x, w, bias], group=2, pads=[1, 0, 1, 1], strides=[1, 2])
+    _out(m, conv, 0.09, _zp(dt, -5), dt)
+    a = _qdq(m, m.input((2, 3, 8), "f32"), 0.03, _zp(dt, 2), dt)
+    b = _qdq(m, m.input((2, 8, 5), "f32"), 0.05, _zp(dt, -1), dt)
+    a_own = _qdq(m, m.input((2, 3, 8), "f32"), 0.03, _zp(dt, 2), dt)
+    _out(m, m.node("MatMul", [a_own, b]), 0.2, _zp(dt, 4), dt)
+    _out(m, m.node("Mul", [a, _qdq(m, m.input((2, 3, 8), "f32"), 0.06, _zp(dt, 7), dt)]), 0.004, _zp(dt, 1), dt)
+    _out(m, m.node("Sigmoid", [a]), 1 / 256, _zp(dt, -128), dt)
+    pooled = m.node("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    _out(m, pooled, 0.04, _zp(dt, 3), dt)  # the same quantization: the DQ -> Q pair disappears
+    _out(m, m.node("Transpose", [pooled], perm=[0, 3, 1, 2]), 0.05, _zp(dt, -9), dt)  # a requantization
+    _out(m, m.node("Concat", [x, x], axis=1), 0.04, _zp(dt, 3), dt)
+    other = _qdq(m, m.input((1, 4, 7, 2), "f32"), 0.09, _zp(dt, 5), dt)
+    _out(m, m.node("Concat", [x, other], axis=3), 0.05, _zp(dt, -2), dt)  # two quantizations: QLinearConcat
+    _out(m, m.node("Flatten", [x], axis=1), 0.04, _zp(dt, 3), dt)
+    rows = _qdq(m, m.input((3, 8), "f32"), 0.05, _zp(dt, -4), dt)  # PyTorch's Linear: Gemm with transB 1
+    g_scales = m.rng.uniform(0.004, 0.02, 5).astype(np.float32)
+    g_w = _dq_const(m, m.rng.integers(-127, 128, (5, 8)), "i8", list(g_scales), [0] * 5, axis=0)
+    g_b = _dq_const(m, m.rng.integers(-900, 900, 5), "i32", list(np.float32(0.05) * g_scales), [0] * 5, axis=0)
+    _out(m, m.node("Gemm", [rows, g_w, g_b], transB=1), 0.07, _zp(dt, 6), dt)
+    m_w = _dq_const(m, m.rng.integers(0, 256, (8, 4)), "u8", list(m.rng.uniform(0.004, 0.02, 4)), [120, 131, 128, 127],
+                    axis=1)  # uint8 weights, per column
+    rows_own = _qdq(m, m.input((3, 8), "f32"), 0.05, _zp(dt, -4), dt)
+    _out(m, m.node("MatMul", [rows_own, m_w]), 0.1, _zp(dt, 0), dt)
+    _out(m, m.node("Pad", [x, m.const([0, 0, 1, 2, 0, 1, 0, 0], "i64"), m.const(np.float32(0.5), "f32")]), 0.04,
+         _zp(dt, 3), dt)
+    _out(m, m.node("AveragePool", [x], kernel_shape=[3, 3], strides=[1, 1]), 0.03, _zp(dt, 1), dt)
+    _out(m, m.node("GlobalAveragePool", [x]), 0.02, _zp(dt, 2), dt)
+    _out(m, m.node("Softmax", [a], axis=-1), 1 / 256, _zp(dt, -128), dt)
+    b_like = _qdq(m, m.input((2, 3, 8), "f32"), 0.07, _zp(dt, -3), dt)
+    _out(m, m.node("Add", [a, b_like]), 0.15, _zp(dt, 2), dt)
+    _out(m, m.node("LeakyRelu", [a], alpha=0.1), 0.05, _zp(dt, 2), dt)
+    _out(m, m.node("Sub", [a, b_like]), 0.09, _zp(dt, -1), dt)  # float in onnxruntime: no QLinear kernel
+    _out(m, m.node("Tanh", [a]), 1 / 128, _zp(dt, 0), dt)
+    _out(m, m.node("HardSigmoid", [a], alpha=0.3, beta=0.4), 1 / 250, _zp(dt, -128), dt)
+    _out(m, m.node("HardSwish", [a]), 0.02, _zp(dt, -100), dt)
+    _out(m, m.node("Relu", [a]), 0.02, _zp(dt, -20), dt)  # onnxruntime runs Relu / Clip in float
+    _out(m, m.node("Clip", [a, m.const(np.float32(-0.1), "f32"), m.const(np.float32(0.3), "f32")]), 0.003,
+         _zp(dt, 0), dt)
+    return m.model()
+
+
+@pytest.mark.parametrize("dt", ["i8", "u8"])
+def test_qdq_cases_bit_exact_with_onnxruntime(dt, tmp_path):
+    raw = _cases(dt)
+    graph = import_onnx_bytes(raw, f"qdq_{dt}", f"qdq_{dt}")
+    kinds = {op.kind for op in graph.ops}
+    assert {"onnx.QLinearConv", "onnx.QGemm", "onnx.QLinearMatMul", "onnx.QLinearMul", "onnx.QLinearSigmoid",
+            "onnx.MaxPool", "onnx.Pad",
+            "onnx.QLinearAveragePool", "onnx.QLinearGlobalAveragePool", "onnx.QLinearSoftmax", "onnx.QLinearAdd",
+            "onnx.QLinearLeakyRelu", "onnx.QLinearConcat", "onnx.Requantize"} <= kinds
+    assert not {k for k in kinds if k.removeprefix("onnx.") in _FUSED}
+    assert all(graph.tensors[op.outputs[0]].quant is not None for op in graph.ops
+               if op.kind in ("onnx.Sub", "onnx.Tanh", "onnx.HardSigmoid", "onnx.HardSwish"))
+    schedule = plan(graph)
+    target = load_target("generic")
+    generated = generate(schedule, tmp_path, target)
+    result = compare_with_oracle(onnxruntime_oracle(raw), schedule, generated, get_runner(target), samples=6,
+                                 seed=5, name="onnxruntime")
+    assert result.bit_exact, f"{result.mismatches} mismatches; first: {result.first_mismatch}"
+
+
+def test_unfoldable_qdq_pattern_names_the_node():
+    """A float op whose result is not quantized again stays float between quantized values: refused, naming it."""
+    m = Models(seed=1)
+    a = _qdq(m, m.input((2, 3), "f32"), 0.1, 0, "i8")
+    m.nodes.append(__import__("onnx").helper.make_node("Relu", [a], ["plain"], name="act"))
+    m.output("plain", None, "f32")
+    with pytest.raises(UnsupportedError, match="'act'.*float Relu between quantized values could not be folded"):
+        import_onnx_bytes(m.model(), "unfoldable", "unfoldable")
+
+
+def test_bias_at_the_accumulator_scale_keeps_its_stored_integers():
+    """onnxruntime's fused QLinearConv adds the int32 bias initializer as it is; its float value (float32 products)
+    divided back by the accumulator scale would lose the low bits of large values."""
+    m = Models(seed=3)
+    x = _qdq(m, m.input((1, 2, 3, 3), "f32"), 0.03, 0, "u8")
+    w_scale = np.float32(0.007)
+    stored = np.array([2 ** 25 + 1, -(2 ** 26) - 3, 12345], np.int64)
+    w = _dq_const(m, m.rng.integers(-127, 128, (3, 2, 1, 1)), "i8", w_scale, 0)
+    bias = _dq_const(m, stored, "i32", np.float32(0.03) * w_scale, 0)
+    _out(m, m.node("Conv", [x, w, bias]), 5000.0, 128, "u8")
+    graph = import_onnx_bytes(m.model(), "bias", "bias")
+    conv = next(op for op in graph.ops if op.kind == "onnx.QLinearConv")
+    assert graph.tensors[conv.inputs[2]].data.tolist() == stored.tolist()
+
+
+def test_per_layer_accuracy_against_the_float_onnx_model(tmp_path):
+    """verify --against float --float-model F.onnx: every quantized activation of a QDQ model is compared with the
+    float tensor it quantizes (channels-last buffers with the NCHW float tensors: a wrong correspondence would not
+    correlate)."""
+    from qcodegen import api
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    onnx_models = pytest.importorskip("bench.onnx_models")
+    float_model = onnx_models.ds_cnn(channels=8, blocks=1, frames=13)
+    (tmp_path / "f.onnx").write_bytes(float_model)
+    (tmp_path / "q.onnx").write_bytes(onnx_models.quantize(float_model, True, "int8", reduce_range=True, qdq=True))
+    result = api.verify(tmp_path / "q.onnx", against="float", float_model=tmp_path / "f.onnx", samples=4)
+    layers = {x.name: x for x in result.layers}
+    assert {"relu1_QuantizeLinear_Output", "relu3_QuantizeLinear_Output", "relu5_QuantizeLinear_Output",
+            "gemm8_QuantizeLinear_Output"} <= set(layers)
+    assert all(x.cosine > 0.9 for x in layers.values()), {k: x.cosine for k, x in layers.items()}
+    assert len(result.outputs) == 1 and result.outputs[0].cosine > 0.9
