@@ -388,7 +388,7 @@ def _dw_blocks(c: ConvStep, index: int, names: ArrayNames, vector: bool) -> Kern
         arrays["pairs"] = const_array(names.relaid(c.w.name, "madd_dw_pairs"),
                                       layouts.madd_dw_pairs(c.weight_rows()))
     rq = None
-    if vector:
+    if vector and c.rows >= 8:  # (whole blocks of 8 channels to requantize in vectors)
         assert c.rq is not None
         rq = _rq8(c.rq, _bits(c))
         arrays.update(_rq_arrays(c.rq, index, names))
