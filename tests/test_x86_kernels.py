@@ -12,6 +12,7 @@ import pytest
 
 from qcodegen import primitives
 from qcodegen.codegen import load_target
+from qcodegen.ir.dtypes import dtype
 from qcodegen.kernels.x86 import layouts
 from qcodegen.resources import data_path
 from qcodegen.testing import Const, Var, step_schedule
@@ -47,8 +48,8 @@ void t_rq8(const int32_t *acc, int32_t channels, const int32_t *pc, const int32_
 /* The np <= 4 windows of k int8 at x (window j at x + j * k) packed for kern, then qc_x86_gemm_s8 into y. */
 void t_gemm(int kern, const int8_t *x, int32_t np, int32_t k, int32_t izp, const int8_t *w, const int32_t *starts,
             int32_t rows, const int32_t *pc, const int32_t *v, void *y) {
-  static int16_t s16[4][2048];
-  static uint8_t u8[4][4096];
+  static int16_t s16[4 * 2048];
+  static uint8_t u8[4 * 4096];
   const int32_t group = kern == QC_X86_MADD ? 2 : 4, kpad = (k + group - 1) / group * group;
   const int32_t planes = kern == QC_X86_UBS ? 2 : 1;
   const qc_x86_gemm_params g = {w, starts, rows, rows / 8 * 8, kpad / group, kpad * planes};
@@ -57,11 +58,11 @@ void t_gemm(int kern, const int8_t *x, int32_t np, int32_t k, int32_t izp, const
   memset(u8, 0, sizeof u8);
   for (int32_t j = 0; j < np; ++j) {
     if (kern == QC_X86_MADD) {
-      qc_x86_pack_s16(s16[j], x + j * k, k, izp);
+      qc_x86_pack_s16(s16 + j * g.xs, x + j * k, k, izp);
     } else if (kern == QC_X86_UBS) {
-      qc_x86_pack_nibbles(u8[j], x + j * k, k, kpad);
+      qc_x86_pack_nibbles(u8 + j * g.xs, x + j * k, k, kpad);
     } else {
-      qc_x86_pack_u8(u8[j], x + j * k, k);
+      qc_x86_pack_u8(u8 + j * g.xs, x + j * k, k);
     }
   }
   const void *xp = kern == QC_X86_MADD ? (const void *)s16 : (const void *)u8;
@@ -204,9 +205,12 @@ def _reference(op: str, args: list[np.ndarray], out_shape, out_dtype: str, **att
 def _rescale(acc: np.ndarray, mults, shifts, rounding: str, zp: int, lo: int, hi: int, out: str = "i8",
              izp: int = 0) -> np.ndarray:
     """RESCALE of accumulators [..., channels] (per channel when several multipliers)."""
-    return _reference("RESCALE", [acc], acc.shape, out, multiplier=list(mults), shift=list(shifts), input_zp=izp,
-                      output_zp=zp, scale32=True, rounding=rounding, per_channel=len(mults) > 1, out_min=lo,
-                      out_max=hi)
+    if acc.dtype == I64:  # (a reference's int32 accumulators, held in int64)
+        assert acc.min() >= -(1 << 31) and acc.max() < 1 << 31
+        acc = acc.astype(np.int32)
+    y = _reference("RESCALE", [acc], acc.shape, out, multiplier=list(mults), shift=list(shifts), input_zp=izp,
+                   output_zp=zp, scale32=True, rounding=rounding, per_channel=len(mults) > 1, out_min=lo, out_max=hi)
+    return y.astype(dtype(out).numpy)
 
 
 def _rq_args(mults, shifts, rounding: str, zp: int, lo: int, hi: int, bits: int) -> tuple[np.ndarray | None,
@@ -219,10 +223,14 @@ def _rq_args(mults, shifts, rounding: str, zp: int, lo: int, hi: int, bits: int)
     return pc, np.array(v, np.int32)
 
 
-def _scales(rng: np.random.Generator, n: int, lowest: int) -> tuple[list[int], list[int]]:
-    """Shifts from `lowest` to 62 (both present), multipliers 1, 2^31 - 1 and random."""
-    shifts = [int(s) for s in rng.integers(lowest, 63, n)]
-    mults = [int(m) for m in rng.integers(1, 1 << 31, n)]
+def _scales(rng: np.random.Generator, n: int, lowest: int, acc: np.ndarray) -> tuple[list[int], list[int]]:
+    """Multipliers and shifts (>= lowest) that map the accumulators acc onto about +-200 (so outputs spread over
+    the int8 range and some saturate: a wrong rounding or lane shows), random by a factor 0.5 .. 2 per channel; the
+    first two channels at the extremes (2^31 - 1 at the lowest shift, 1 at 62)."""
+    amax = max(int(np.abs(acc.astype(I64)).max()), 1)
+    top = max(lowest, min(62, 31 + (amax // 400).bit_length() - 1))
+    shifts = [int(v) for v in rng.integers(lowest, top + 1, n)]
+    mults = [int(min((1 << 31) - 1, max(1, 200 * 2.0 ** sh / amax * rng.uniform(0.5, 2)))) for sh in shifts]
     shifts[:2] = [lowest, 62][:n]
     mults[:2] = [(1 << 31) - 1, 1][:n]
     return mults, shifts
@@ -249,7 +257,7 @@ def test_requantization(driver):
         channels = 24
         acc = rng.integers(-(1 << 31), 1 << 31, (5, channels)).astype(np.int32)
         acc[0], acc[1, ::2], acc[1, 1::2] = -(1 << 31), (1 << 31) - 1, -(1 << 16)
-        mults, shifts = _scales(rng, channels if pc else 1, lowest)
+        mults, shifts = _scales(rng, channels if pc else 1, lowest, acc)
         zp = int(rng.integers(-128, 128)) if out == "i8" else int(rng.integers(-1000, 1000))
         bits = 8 if out == "i8" else 16
         expected = _rescale(acc, mults, shifts, rounding, zp, lo, hi, out)
@@ -290,7 +298,7 @@ def test_blocked_kernels(driver, kern):
         bias = rng.integers(-(1 << 20), 1 << 20, rows)
         acc = _conv1x1(x, w, bias, izp)
         rounding = ("single_round", "double_round")[case % 2]
-        mults, shifts = _scales(rng, rows if case % 3 else 1, 33 if case % 2 else 34)
+        mults, shifts = _scales(rng, rows if case % 3 else 1, 33 if case % 2 else 34, acc)
         lo, hi = ((-128, 127), (-100, 50))[case % 2]
         zp = int(rng.integers(-128, 128))
         expected = _rescale(acc, mults, shifts, rounding, zp, lo, hi)
@@ -360,7 +368,7 @@ def test_depthwise_rows(driver, case):
                                           bias.astype(np.int32)], (1, oh, ow, c), "i32", pad=list(pad),
                      stride=[stride, stride], dilation=[1, 1], input_zp=izp, weight_zp=0, acc_type="i32",
                      pad_value=pad_value)
-    mults, shifts = _scales(rng, c, lowest)
+    mults, shifts = _scales(rng, c, lowest, acc)
     zp = int(rng.integers(-100, 100))
     expected = _rescale(acc, mults, shifts, rounding, zp, lo, hi, out)
     taps = w.reshape(kh * kw, c).astype(I64)
@@ -400,17 +408,18 @@ def test_depthwise_blocks(driver):
 
 
 def test_elementwise_rescale(driver):
-    """qc_x86_ew_rescale: input zero points, shifts 2 .. 62 (qc_x86_scale32x8 and, from 33, _s33), both roundings,
+    """qc_x86_ew_rescale: input zero points, shifts 17 .. 62 (qc_x86_scale32x8 and, from 33, _s33), both roundings,
     a power-of-two multiplier as a shift left, with and without the zero point and clamp, against RESCALE of int16
-    values at the extremes."""
+    values at the extremes (shifts below 32 where |v - izp| < 2^(shift - 1), as RESCALE requires; lo - zp and hi - zp in int32,
+    as the kernel choice requires)."""
     rng = np.random.default_rng(11)
     v = rng.integers(-(1 << 15), 1 << 15, 64).astype(np.int16)
     v[:4] = [-(1 << 15), (1 << 15) - 1, 0, -1]
-    for m, s, rounding, izp, zp, lo, hi in [((1 << 31) - 1, 2, "single_round", 5, 0, -(1 << 31), (1 << 31) - 1),
+    for m, s, rounding, izp, zp, lo, hi in [((1 << 31) - 1, 17, "single_round", 5, 0, -(1 << 31), (1 << 31) - 1),
                                             (1 << 30, 31, "double_round", -3, 7, -128, 127),
                                             (1518500250, 40, "double_round", 0, -9, -1000, 1000),
                                             (123456789, 62, "single_round", 100, 0, -(1 << 31), (1 << 31) - 1),
-                                            (1 << 20, 12, "single_round", 1, 3, -(1 << 31), (1 << 31) - 1),
+                                            (1 << 20, 17, "single_round", 1, 3, 3 - (1 << 31), (1 << 31) - 1),
                                             (1 << 30, 33, "double_round", 0, 0, -5, 5)]:
         expected = _rescale(v, [m], [s], rounding, zp, lo, hi, "i32", izp)
         dbl = rounding == "double_round" and s > 31
