@@ -224,13 +224,17 @@ def _rq_args(mults, shifts, rounding: str, zp: int, lo: int, hi: int, bits: int)
 
 
 def _scales(rng: np.random.Generator, n: int, lowest: int, acc: np.ndarray) -> tuple[list[int], list[int]]:
-    """Multipliers and shifts (>= lowest) that map the accumulators acc onto about +-200 (so outputs spread over
-    the int8 range and some saturate: a wrong rounding or lane shows), random by a factor 0.5 .. 2 per channel; the
-    first two channels at the extremes (2^31 - 1 at the lowest shift, 1 at 62)."""
-    amax = max(int(np.abs(acc.astype(I64)).max()), 1)
-    top = max(lowest, min(62, 31 + (amax // 400).bit_length() - 1))
-    shifts = [int(v) for v in rng.integers(lowest, top + 1, n)]
-    mults = [int(min((1 << 31) - 1, max(1, 200 * 2.0 ** sh / amax * rng.uniform(0.5, 2)))) for sh in shifts]
+    """Multipliers and shifts (>= lowest) that map the accumulators acc [..., channels] (per channel when n > 1)
+    onto about +-200 (so outputs spread over the int8 range and some saturate: a wrong rounding, lane or weight
+    shows), random by a factor 0.5 .. 2 per channel; the first two channels at the extremes (2^31 - 1 at the lowest
+    shift, 1 at 62)."""
+    a = np.abs(acc.astype(I64)).reshape(-1, acc.shape[-1] if n > 1 else 1)
+    mults, shifts = [], []
+    for amax in np.maximum(a.max(axis=0), 1).tolist():
+        top = max(lowest, min(62, 31 + (amax // 400).bit_length() - 1))
+        shift = int(rng.integers(lowest, top + 1))
+        shifts.append(shift)
+        mults.append(int(min((1 << 31) - 1, max(1, 200 * 2.0 ** shift / amax * rng.uniform(0.5, 2)))))
     shifts[:2] = [lowest, 62][:n]
     mults[:2] = [(1 << 31) - 1, 1][:n]
     return mults, shifts
