@@ -249,7 +249,8 @@ def _assert_equal(got: np.ndarray, expected: np.ndarray, what: str) -> None:
 
 # (rounding, smallest shift, per channel, output type, clamp): every form of qc_x86_rq8_store
 RQ_VARIANTS = [(r, lo, pc, out, clamp) for r in ("single_round", "double_round") for lo in (32, 33)
-               for pc in (False, True) for out, clamp in (("i8", (-128, 127)), ("i8", (-50, 90)), ("i16", (-3000, 32767)))]
+               for pc in (False, True)
+               for out, clamp in (("i8", (-128, 127)), ("i8", (-50, 90)), ("i16", (-3000, 32767)))]
 
 
 def test_requantization(driver):
@@ -414,8 +415,8 @@ def test_depthwise_blocks(driver):
 def test_elementwise_rescale(driver):
     """qc_x86_ew_rescale: input zero points, shifts 17 .. 62 (qc_x86_scale32x8 and, from 33, _s33), both roundings,
     a power-of-two multiplier as a shift left, with and without the zero point and clamp, against RESCALE of int16
-    values at the extremes (shifts below 32 where |v - izp| < 2^(shift - 1), as RESCALE requires; lo - zp and hi - zp in int32,
-    as the kernel choice requires)."""
+    values at the extremes (shifts below 32 where |v - izp| < 2^(shift - 1), as RESCALE requires; lo - zp and
+    hi - zp in int32, as the kernel choice requires)."""
     rng = np.random.default_rng(11)
     v = rng.integers(-(1 << 15), 1 << 15, 64).astype(np.int16)
     v[:4] = [-(1 << 15), (1 << 15) - 1, 0, -1]

@@ -298,8 +298,8 @@ def _gemm(isa: Isa, c: ConvStep, index: int, names: ArrayNames, reason: str) -> 
                                                  layouts.zero_point_terms(rows, factor))
     kpad = (c.k + group - 1) // group * group
     pack_arg = {"QC_X86_MADD": c.izp, "QC_X86_UBS": kpad}.get(kern)
-    params = Gemm(kern, pack, pack_arg, xtype, c.pixels, min(GEMM_PIXELS, c.pixels), c.rows, blocked, c.k, kpad, kpad // group,
-                  planes, c.izp, c.gathered and blocked == c.rows, dot, corrected, _rq8(c.rq, _bits(c)))
+    params = Gemm(kern, pack, pack_arg, xtype, c.pixels, min(GEMM_PIXELS, c.pixels), c.rows, blocked, c.k, kpad,
+                  kpad // group, planes, c.izp, c.gathered and blocked == c.rows, dot, corrected, _rq8(c.rq, _bits(c)))
     whole = blocked == c.rows
     return KernelChoice(blocks, reason, layout, "gemm", arrays, params, frozenset({1, 2}) if whole else frozenset(),
                         step_constants=not whole, files=CONV_FILES)
