@@ -142,7 +142,7 @@ def test_blocked_kernel_shift33_extremes(name, rounding, kh, ow, c):
 
 
 # (channels, kh, kw, stride, pad [top, bottom, left, right], pad value, izp, rounding, smallest shift, output range,
-# input height, width): the AVX2 depthwise kernel over int16 tap pairs (avx2/_dot.c.j2 `depthwise`), then a case it
+# input height, width): the AVX2 depthwise kernel over int16 tap pairs (qc_x86_dw_rows), then a case it
 # leaves to the blocks of 8 channels (20 channels)
 DW_CASES = [
     (8, 3, 3, (1, 1), (1, 1, 1, 1), -128, -128, "double_round", 33, (-128, 127), 5, 4),
