@@ -8,10 +8,14 @@ depthwise) run for these targets in tests/test_simd.py. Also here, for every x86
 requantization qc_x86_scale32x8_s33p at its extremes, and the depthwise kernel over rows of int16 tap pairs
 (qc_x86_dw_rows)."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from qcodegen.codegen import load_target
+from qcodegen.compiler import plan
+from qcodegen.frontends import load_model
 from qcodegen.ir.dtypes import dtype
 from qcodegen.ir.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
 from qcodegen.kernels import KernelChoice, plan_kernels
@@ -19,6 +23,7 @@ from qcodegen.plan.fuse import fuse_conv_rescale
 from qcodegen.testing import Const, Var, c_vs_reference, prepare, step_schedule, verify_planned
 from qcodegen.verify import runners
 
+ROOT = Path(__file__).resolve().parent.parent
 VNNI = {"x86-avxvnni": "avx_vnni", "x86-avx512vnni": "avx512_vnni"}  # target: its VNNI cpu flag
 
 
@@ -201,3 +206,23 @@ def test_depthwise_pair_rows(name, case):
     inputs += [[np.full((1, ih, iw, c), v, np.int8)] for v in (127, -128)]
     result = verify_planned(sched, target=tgt, inputs=inputs)
     assert result.bit_exact, f"{name} {case}: {result.mismatches} mismatches, first {result.first_mismatch}"
+
+
+@pytest.mark.parametrize("name", ["x86-avx2", *VNNI])
+def test_kws_like_choices(name):
+    """examples/kws_like.json planned for an x86 target, without rendering: the convolutions on the blocked
+    kernels (AVX2: madd_2x8 weights for VPMADDWD, the fully connected layer on the nibble kernel; VNNI: dpbusd_4x8
+    weights for VPDPBUSD), the depthwise convolutions over rows of int16 tap pairs, the element-wise chain 8 lanes at
+    a time, everything else portable; the model needs the four runtime/x86 headers."""
+    kp = plan_kernels(plan(load_model(ROOT / "examples" / "kws_like.json")), load_target(name), "kws")
+    convs = [s.choice for s in kp.steps if s.op == "FUSED_CONV" and s.choice.form == "gemm"]
+    vnni = ("qc_x86_dpbusd_blocks", "dpbusd_4x8")
+    assert [(c.kernel, c.layout) for c in convs] == ([vnni] * 5 if name in VNNI else
+                                                     [("qc_x86_madd_blocks", "madd_2x8")] * 4
+                                                     + [("qc_x86_ubs_blocks", "dpbusd_4x8")])
+    assert all({"weights", "starts", "rq"} <= set(c.arrays) for c in convs)
+    assert [s.choice.kernel for s in kp.steps if s.choice.form == "dw_rows"] == ["qc_x86_dw_rows"] * 3
+    assert [s.op for s in kp.steps if s.choice.form == "elementwise"] == ["FUSED_ELEMENTWISE"]
+    assert {s.choice.kernel for s in kp.steps if s.choice.form == "portable"} == {
+        "c:rescale", "c:concat", "c:avg_pool2d", "c:reshape"}
+    assert kp.files == ("x86/qc_x86.h", "x86/qc_x86_conv.h", "x86/qc_x86_dw.h", "x86/qc_x86_ew.h")
