@@ -24,8 +24,11 @@ innermost: templates/x86/_dot.c.j2 `pool_channels_inner`)."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from ... import primitives
 from ...ir.schedule import CONST, StepIO
@@ -211,8 +214,8 @@ def chooser(isa: Isa):
         if c.widened:  # (templates/generic/_window.c.j2 dot_hooks: the generic hooks render it)
             return portable(io, "range analysis widened the step: int64 accumulators, saturated")
         if c.op == "CONV2D":
-            return _conv(isa, io, c, index, names)
-        return _depthwise(isa, io, c, index, names)
+            return _conv(isa, io, c, names)
+        return _depthwise(isa, io, c, names)
 
     return choose
 
@@ -233,10 +236,19 @@ def _rq8(rq: Requantization, y_bits: int) -> Rq8:
                rq.output_zp, rq.lo, rq.hi, y_bits == 8 and rq.lo == -128 and rq.hi == 127, y_bits)
 
 
-def _rq_arrays(rq: Requantization, index: int, names: ArrayNames) -> dict[str, ConstArray]:
+def _derived(names: ArrayNames, c: ConvStep, role: str, values: np.ndarray) -> ConstArray:
+    """An array made from the step's weights (and its other constants), named by the weights and its values: the
+    steps of one layer split into patches (plan/memory) share one copy, in flash and in the step functions (steps
+    that read the same arrays compile to the same code, which the compiler folds)."""
+    flat = np.ascontiguousarray(values)
+    digest = hashlib.sha1(flat.dtype.str.encode() + flat.tobytes()).hexdigest()[:10]
+    return const_array(names.relaid(c.w.name, f"{role}_{digest}"), flat)
+
+
+def _rq_arrays(rq: Requantization, c: ConvStep, names: ArrayNames) -> dict[str, ConstArray]:
     if not rq.per_channel:
         return {}
-    return {"rq": const_array(names.step(index, "rq8"), layouts.x86_rq8(rq.multipliers, rq.shifts))}
+    return {"rq": _derived(names, c, "rq8", layouts.x86_rq8(rq.multipliers, rq.shifts))}
 
 
 def _acc32(io: StepIO) -> bool:
@@ -255,7 +267,7 @@ def _int8_rows(c: ConvStep) -> bool:
     return c.int8 and c.wzp == 0 and c.k <= 65535
 
 
-def _conv(isa: Isa, io: StepIO, c: ConvStep, index: int, names: ArrayNames) -> KernelChoice:
+def _conv(isa: Isa, io: StepIO, c: ConvStep, names: ArrayNames) -> KernelChoice:
     if not c.channels_hook:
         return portable(io, f"window of {c.k} elements > {PATCH_LIMIT}: summed tap by tap")
     if not _int8_rows(c):
@@ -263,12 +275,12 @@ def _conv(isa: Isa, io: StepIO, c: ConvStep, index: int, names: ArrayNames) -> K
     vector = _vector_rq(c, _acc32(io))
     base = "int8 x int8, weight zero point 0"
     if (vector and c.rows >= 8 and c.constant_weights and c.bias_abs_max is not None and c.k <= GEMM_MAX_ROW):
-        return _gemm(isa, c, index, names, f"{base}, constant weights and bias, rows of {c.k} <= {GEMM_MAX_ROW} "
+        return _gemm(isa, c, names, f"{base}, constant weights and bias, rows of {c.k} <= {GEMM_MAX_ROW} "
                      f"elements, {c.rows} >= 8 rows, int32 accumulators requantized by qc_x86_rq8_store")
-    return _rows(isa, c, index, names, vector, f"{base}, rows of {c.k} <= 65,535 elements")
+    return _rows(isa, c, names, vector, f"{base}, rows of {c.k} <= 65,535 elements")
 
 
-def _gemm(isa: Isa, c: ConvStep, index: int, names: ArrayNames, reason: str) -> KernelChoice:
+def _gemm(isa: Isa, c: ConvStep, names: ArrayNames, reason: str) -> KernelChoice:
     assert c.rq is not None
     one = c.pixels == 1
     if isa.vnni:
@@ -287,14 +299,14 @@ def _gemm(isa: Isa, c: ConvStep, index: int, names: ArrayNames, reason: str) -> 
     blocked = c.rows // 8 * 8
     layout = "dpbusd_4x8" if group == 4 else "madd_2x8"
     arrays = {"weights": const_array(names.relaid(c.w.name, layout), getattr(layouts, layout)(rows)),
-              "starts": const_array(names.step(index, "starts"),
-                                    layouts.gemm_starts(rows, c.bias_per_row(), 128 + c.izp if unsigned else None)),
-              **_rq_arrays(c.rq, index, names)}
+              "starts": _derived(names, c, "starts",
+                                 layouts.gemm_starts(rows, c.bias_per_row(), 128 + c.izp if unsigned else None)),
+              **_rq_arrays(c.rq, c, names)}
     # the rows after the last block of 8: the int8 window and rows, the zero-point terms of the kernel's sums
     dot, factor = ("qc_x86_vnni_dot_s8", 128 + c.izp) if isa.vnni else ("qc_x86_dot_s8", c.izp)
     corrected = blocked < c.rows and factor != 0
     if corrected:
-        arrays["zero_point_terms"] = const_array(names.step(index, "izp_terms"),
+        arrays["zero_point_terms"] = _derived(names, c, "izp_terms",
                                                  layouts.zero_point_terms(rows, factor))
     kpad = (c.k + group - 1) // group * group
     pack_arg = {"QC_X86_MADD": c.izp, "QC_X86_UBS": kpad}.get(kern)
@@ -305,7 +317,7 @@ def _gemm(isa: Isa, c: ConvStep, index: int, names: ArrayNames, reason: str) -> 
                         step_constants=not whole, files=CONV_FILES)
 
 
-def _rows(isa: Isa, c: ConvStep, index: int, names: ArrayNames, vector: bool, reason: str) -> KernelChoice:
+def _rows(isa: Isa, c: ConvStep, names: ArrayNames, vector: bool, reason: str) -> KernelChoice:
     arrays = {}
     if isa.vnni:
         short = c.k in (4, 8, 16)
@@ -321,20 +333,20 @@ def _rows(isa: Isa, c: ConvStep, index: int, names: ArrayNames, vector: bool, re
         reason += ": VPMADDWD, blocks of 4 rows, then 1"
     correction = "none" if factor == 0 else "array" if c.constant_weights else "runtime"
     if correction == "array":
-        arrays["zero_point_terms"] = const_array(names.step(index, "izp_terms"),
+        arrays["zero_point_terms"] = _derived(names, c, "izp_terms",
                                                  layouts.zero_point_terms(c.weight_rows(), factor))
     rq8 = None
     if rq and c.rows >= 8:
         assert c.rq is not None
         rq8 = _rq8(c.rq, _bits(c))
-        arrays.update(_rq_arrays(c.rq, index, names))
+        arrays.update(_rq_arrays(c.rq, c, names))
     params = DotRows(fn8, fn4, fn1, c.rows, c.k, correction, factor, c.bias_per_channel, rq8)
     return KernelChoice(fn8 or fn4, reason, "int8", "rows", arrays, params, files=CONV_FILES)
 
 
 # ---- DEPTHWISE_CONV2D ----
 
-def _depthwise(isa: Isa, io: StepIO, c: ConvStep, index: int, names: ArrayNames) -> KernelChoice:
+def _depthwise(isa: Isa, io: StepIO, c: ConvStep, names: ArrayNames) -> KernelChoice:
     if not (c.int8 and c.wzp == 0 and c.m == 1 and c.taps <= 4096 and c.y.dtype.ctype != "int64_t"
             and (c.rq is not None or c.y.dtype.ctype == "int32_t")):
         return portable(io, "not int8 x int8 with weight zero point 0, multiplier 1, at most 4096 taps, a "
@@ -344,8 +356,8 @@ def _depthwise(isa: Isa, io: StepIO, c: ConvStep, index: int, names: ArrayNames)
     plan = _rows_plan(g, c.rows)
     if (vector and c.constant_weights and c.bias_abs_max is not None and c.rows % 8 == 0 and g["dx"] == 1
             and g["dy"] == 1 and c.taps <= 9 and plan is not None):
-        return _dw_rows(isa, c, index, names, plan)
-    return _dw_blocks(c, index, names, vector)
+        return _dw_rows(isa, c, names, plan)
+    return _dw_blocks(c, names, vector)
 
 
 def _rows_plan(g: dict[str, Any], channels: int) -> tuple[int, int, int] | None:
@@ -360,14 +372,13 @@ def _rows_plan(g: dict[str, Any], channels: int) -> tuple[int, int, int] | None:
     return wp, step, min(g["oh"], (rows - g["kh"]) // g["sy"] + 1)
 
 
-def _dw_rows(isa: Isa, c: ConvStep, index: int, names: ArrayNames, plan: tuple[int, int, int]) -> KernelChoice:
+def _dw_rows(isa: Isa, c: ConvStep, names: ArrayNames, plan: tuple[int, int, int]) -> KernelChoice:
     assert c.rq is not None
     g, (wp, step, nb) = c.window, plan
     taps = c.weight_rows()
     arrays = {"weights": const_array(names.relaid(c.w.name, "x86_dw_rows"), layouts.x86_dw_rows(taps, g["kw"])),
-              "params": const_array(names.step(index, "dw_params"),
-                                    layouts.x86_dw_params(taps, c.bias_per_row(), c.izp, c.rq.multipliers,
-                                                          c.rq.shifts))}
+              "params": _derived(names, c, "dw_params", layouts.x86_dw_params(taps, c.bias_per_row(), c.izp,
+                                                                                  c.rq.multipliers, c.rq.shifts))}
     rowlen = (wp + step - 1) // step * c.rows * 2
     params = DwRows(g["n"], g["ih"], g["iw"], c.rows, g["oh"], g["ow"], g["kh"], g["kw"], g["sy"], g["sx"], g["pt"],
                     g["pl"], c.pad_value, g["pt"] > 0 or (g["oh"] - 1) * g["sy"] + g["kh"] - g["pt"] > g["ih"],
@@ -381,7 +392,7 @@ def _dw_rows(isa: Isa, c: ConvStep, index: int, names: ArrayNames, plan: tuple[i
                         step_constants=False, files=DW_FILES)
 
 
-def _dw_blocks(c: ConvStep, index: int, names: ArrayNames, vector: bool) -> KernelChoice:
+def _dw_blocks(c: ConvStep, names: ArrayNames, vector: bool) -> KernelChoice:
     paired = c.taps <= 9 and c.constant_weights
     arrays: dict[str, ConstArray] = {}
     if paired:
@@ -391,7 +402,7 @@ def _dw_blocks(c: ConvStep, index: int, names: ArrayNames, vector: bool) -> Kern
     if vector and c.rows >= 8:  # (whole blocks of 8 channels to requantize in vectors)
         assert c.rq is not None
         rq = _rq8(c.rq, _bits(c))
-        arrays.update(_rq_arrays(c.rq, index, names))
+        arrays.update(_rq_arrays(c.rq, c, names))
     params = DwBlocks(paired, c.izp, c.pad_value, c.bias_per_channel, c.rq is None, rq)
     reason = (f"int8 x int8, weight zero point 0, multiplier 1, {c.taps} taps: blocks of 8 channels over the taps"
               + (" (by pairs: VPMADDWD)" if paired else " (VPMULLD)"))
