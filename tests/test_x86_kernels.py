@@ -10,12 +10,11 @@ import cffi
 import numpy as np
 import pytest
 
-from qcodegen import primitives
 from qcodegen.codegen import load_target
 from qcodegen.ir.dtypes import dtype
+from qcodegen.kernel_testing import conv_accumulators, depthwise_accumulators, rescale
 from qcodegen.kernels.x86 import layouts
 from qcodegen.resources import data_path
-from qcodegen.testing import Const, Var, step_schedule
 from qcodegen.verify.build import compile_cached
 from qcodegen.verify.runners import unavailable
 
@@ -194,23 +193,10 @@ def driver(request, tmp_path_factory) -> Driver:
     return Driver(request.param, tmp_path_factory.mktemp(request.param))
 
 
-def _reference(op: str, args: list[np.ndarray], out_shape, out_dtype: str, **attrs) -> np.ndarray:
-    """The numpy reference of one op over args (the first a model input, the others constants)."""
-    dtypes = {np.dtype(np.int8): "i8", np.dtype(np.int16): "i16", np.dtype(np.int32): "i32"}
-    ins = [Var(args[0].shape, dtypes[args[0].dtype])] + [Const(a, dtypes[a.dtype]) for a in args[1:]]
-    sched = step_schedule(op, ins, [(out_shape, out_dtype)], **attrs)
-    return primitives.get(op).reference(sched.io(sched.steps[0]), args)[0]
-
-
-def _rescale(acc: np.ndarray, mults, shifts, rounding: str, zp: int, lo: int, hi: int, out: str = "i8",
-             izp: int = 0) -> np.ndarray:
-    """RESCALE of accumulators [..., channels] (per channel when several multipliers)."""
-    if acc.dtype == I64:  # (a reference's int32 accumulators, held in int64)
-        assert acc.min() >= -(1 << 31) and acc.max() < 1 << 31
-        acc = acc.astype(np.int32)
-    y = _reference("RESCALE", [acc], acc.shape, out, multiplier=list(mults), shift=list(shifts), input_zp=izp,
-                   output_zp=zp, scale32=True, rounding=rounding, per_channel=len(mults) > 1, out_min=lo, out_max=hi)
-    return y.astype(dtype(out).numpy)
+def _rescale(acc: np.ndarray, mults, shifts, rounding: str, zp: int, lo: int, hi: int, out: str = "i8") -> np.ndarray:
+    """RESCALE of int32 accumulators [..., channels] (per channel when several multipliers), in the output type."""
+    assert acc.min() >= -(1 << 31) and acc.max() < 1 << 31
+    return rescale(acc, mults, shifts, rounding, zp, lo, hi, out).astype(dtype(out).numpy)
 
 
 def _rq_args(mults, shifts, rounding: str, zp: int, lo: int, hi: int, bits: int) -> tuple[np.ndarray | None,
@@ -275,14 +261,6 @@ def test_requantization(driver):
         _assert_equal(got, expected, f"qc_x86_rq8_store {rounding} shifts>={lowest} pc={pc} {out} [{lo}, {hi}]")
 
 
-def _conv1x1(x: np.ndarray, w: np.ndarray, bias: np.ndarray, izp: int) -> np.ndarray:
-    """CONV2D (1x1, the pixels as a row) of x [P, k] with weights [rows, k]: [P, rows] int32 accumulators."""
-    pixels, k = x.shape
-    return _reference("CONV2D", [x.reshape(1, 1, pixels, k).astype(np.int8), w.reshape(-1, 1, 1, k).astype(np.int8),
-                                 bias.astype(np.int32)], (1, 1, pixels, w.shape[0]), "i32", pad=[0, 0, 0, 0],
-                      stride=[1, 1], dilation=[1, 1], input_zp=izp, weight_zp=0, acc_type="i32").reshape(pixels, -1)
-
-
 @pytest.mark.parametrize("kern", list(KERNS))
 def test_blocked_kernels(driver, kern):
     """qc_x86_gemm_s8 with each kernel the target has (madd_2x8 windows of x - izp; one window of nibbles against
@@ -301,7 +279,7 @@ def test_blocked_kernels(driver, kern):
         w = rng.integers(-128, 128, (rows, k))
         x[0], w[0], w[1] = (127 if izp < 0 else -128), -128, 127
         bias = rng.integers(-(1 << 20), 1 << 20, rows)
-        acc = _conv1x1(x, w, bias, izp)
+        acc = conv_accumulators(x, w, bias, izp)
         rounding = ("single_round", "double_round")[case % 2]
         mults, shifts = _scales(rng, rows if case % 3 else 1, 33 if case % 2 else 34, acc)
         lo, hi = ((-128, 127), (-100, 50))[case % 2]
@@ -369,10 +347,7 @@ def test_depthwise_rows(driver, case):
     bias = np.where(np.arange(c) % 3 == 0, np.where(np.arange(c) % 2, room, -room), rng.integers(-4096, 4096, c))
     if lowest < 32:
         bias = rng.integers(-4096, 4096, c)
-    acc = _reference("DEPTHWISE_CONV2D", [x.astype(np.int8), w.reshape(kh, kw, c, 1).astype(np.int8),
-                                          bias.astype(np.int32)], (1, oh, ow, c), "i32", pad=list(pad),
-                     stride=[stride, stride], dilation=[1, 1], input_zp=izp, weight_zp=0, acc_type="i32",
-                     pad_value=pad_value)
+    acc = depthwise_accumulators(x, w, bias, izp, (stride, stride), pad, pad_value=pad_value)
     mults, shifts = _scales(rng, c, lowest, acc)
     zp = int(rng.integers(-100, 100))
     expected = _rescale(acc, mults, shifts, rounding, zp, lo, hi, out)
@@ -426,7 +401,7 @@ def test_elementwise_rescale(driver):
                                             (123456789, 62, "single_round", 100, 0, -(1 << 31), (1 << 31) - 1),
                                             (1 << 20, 17, "single_round", 1, 3, 3 - (1 << 31), (1 << 31) - 1),
                                             (1 << 30, 33, "double_round", 0, 0, -5, 5)]:
-        expected = _rescale(v, [m], [s], rounding, zp, lo, hi, "i32", izp)
+        expected = _rescale(v.astype(I64) - izp, [m], [s], rounding, zp, lo, hi, "i32")  # (RESCALE of v, input_zp izp)
         dbl = rounding == "double_round" and s > 31
         power = m.bit_length() - 1 if m & (m - 1) == 0 else -1
         shl = power - s if power >= s and not dbl else -1
