@@ -1,23 +1,35 @@
-"""The x86 VNNI targets (targets/x86-avxvnni.toml, x86-avx512vnni.toml; templates/avxvnni/_dot.c.j2): they run
-natively where the CPU has the extensions and are reported unavailable with the missing flags otherwise; their
-VPDPBUSD dot rows (u8 = x + 128 against s8 weights, minus (128 + izp) * the row sum) stay exact at the largest row
-length the kernels accept (k = 65535 products of magnitude up to 255 * 128: the int32 bound of the proof in the
-template). The common SIMD cases (awkward lengths, zero points, requantizing
-stores, depthwise) run for these targets in tests/test_simd.py. Also here, for every x86 target: the blocked kernel
-(avx2/_dot.c.j2 `gemm`: groups of 4 pixels, re-laid weights; on AVX2 one pixel by qc_ubs_blocks) with the 32-bit
-requantization qc_scale32x8_s33p at its extremes."""
+"""The x86 VNNI targets (targets/x86-avxvnni.toml, x86-avx512vnni.toml; kernels runtime/x86/, choice
+qcodegen/kernels/x86): they run natively where the CPU has the extensions and are reported unavailable with the
+missing flags otherwise; their VPDPBUSD dot rows (u8 = x + 128 against s8 weights, minus (128 + izp) * the row sum)
+stay exact at the largest row length the kernels accept (k = 65535 products of magnitude up to 255 * 128: the int32
+bound of the proof in qc_x86_conv.h). The common SIMD cases (awkward lengths, zero points, requantizing stores,
+depthwise) run for these targets in tests/test_simd.py. Also here, for every x86 target: the blocked kernel
+(qc_x86_gemm_s8: groups of 4 pixels, re-laid weights; on AVX2 one pixel by qc_x86_ubs_blocks) with the 32-bit
+requantization qc_x86_scale32x8_s33p at its extremes, and the depthwise kernel over rows of int16 tap pairs
+(qc_x86_dw_rows)."""
+
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from qcodegen.codegen import generate, load_target
+from qcodegen.codegen import load_target
+from qcodegen.compiler import plan
+from qcodegen.frontends import load_model
 from qcodegen.ir.dtypes import dtype
 from qcodegen.ir.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
+from qcodegen.kernels import KernelChoice, plan_kernels
 from qcodegen.plan.fuse import fuse_conv_rescale
 from qcodegen.testing import Const, Var, c_vs_reference, prepare, step_schedule, verify_planned
 from qcodegen.verify import runners
 
+ROOT = Path(__file__).resolve().parent.parent
 VNNI = {"x86-avxvnni": "avx_vnni", "x86-avx512vnni": "avx512_vnni"}  # target: its VNNI cpu flag
+
+
+def _choice(sched: Schedule, target) -> KernelChoice:
+    """The kernel choice of the schedule's (last) convolution step on the target."""
+    return plan_kernels(prepare(sched), target, "t").steps[-1].choice
 
 
 @pytest.mark.parametrize("name", list(VNNI))
@@ -56,8 +68,8 @@ def test_longest_rows_exact(name):
 
 @pytest.mark.parametrize("name", list(VNNI))
 @pytest.mark.parametrize("k", [4, 8, 16])
-def test_short_rows(name, k, tmp_path):
-    """1x1 CONV2D with rows of 4, 8 or 16 bytes (qc_vnni_dot_rows8_short_s8: 8, 4 or 2 rows per vector, lanes
+def test_short_rows(name, k):
+    """1x1 CONV2D with rows of 4, 8 or 16 bytes (qc_x86_vnni_dot_8rows_short_s8: 8, 4 or 2 rows per vector, lanes
     reordered) over 21 output channels (two blocks of 8 with different weights, one of 4, one single), 3 pixels,
     input zero point 5, random and extreme inputs."""
     tgt = load_target(name)
@@ -73,8 +85,7 @@ def test_short_rows(name, k, tmp_path):
     rng = np.random.default_rng(1)
     inputs = [[rng.integers(-128, 128, (1, 1, 3, k)).astype(np.int8)]]
     inputs += [[np.full((1, 1, 3, k), v, np.int8)] for v in (127, -128)]
-    generate(prepare(sched), tmp_path, tgt)
-    assert "qc_vnni_dot_rows8_short_s8(xp" in (tmp_path / "t.c").read_text()
+    assert _choice(sched, tgt).kernel == "qc_x86_vnni_dot_8rows_short_s8"
     result = verify_planned(sched, target=tgt, inputs=inputs)
     assert result.bit_exact, f"{name} k={k}: {result.mismatches} mismatches, first {result.first_mismatch}"
 
@@ -90,7 +101,7 @@ def _available(name: str):
 @pytest.mark.parametrize("name", ["x86-avx2", *VNNI])
 @pytest.mark.parametrize("rounding", ["single_round", "double_round"])
 @pytest.mark.parametrize("kh, ow, c", [(3, 7, 5), (3, 1, 5), (1, 1, 2047)])
-def test_blocked_kernel_shift33_extremes(name, rounding, kh, ow, c, tmp_path):
+def test_blocked_kernel_shift33_extremes(name, rounding, kh, ow, c):
     """CONV2D + per-channel RESCALE (FUSED_CONV) over 27 output channels (a block of 16, one of 8, 3 rows one by
     one), izp -3: 3x3 (padding 1, 5 input channels: rows of k = 45, padded to the kernels' groups) over 7 output
     pixels (a group of 4 and a last group of 3) or one (gathered, on AVX2 the one-pixel kernel qc_ubs_blocks: 11
@@ -125,10 +136,10 @@ def test_blocked_kernel_shift33_extremes(name, rounding, kh, ow, c, tmp_path):
     sched.steps = [Step("CONV2D", ["x", "w", "b"], ["acc"], conv, "conv"),
                    Step("RESCALE", ["acc"], ["y"], rescale, "rs")]
     fuse_conv_rescale(sched)
-    generate(prepare(sched), tmp_path, tgt)
-    code = (tmp_path / "t.c").read_text().split("static void", 1)[1]
-    assert "qc_scale32x8_s33p(" in code and ("_madd_2x8" in code or "_dpbusd_4x8" in code)
-    assert ("qc_ubs_blocks(" in code) == (name == "x86-avx2" and ow == 1)
+    choice = _choice(sched, tgt)
+    assert choice.form == "gemm" and choice.params.rq.per_channel and choice.params.rq.s33
+    assert choice.kernel == ("qc_x86_ubs_blocks" if name == "x86-avx2" and ow == 1 else
+                             "qc_x86_madd_blocks" if name == "x86-avx2" else "qc_x86_dpbusd_blocks")
     inputs = [[rng.integers(-128, 128, (1, 1, ow, c)).astype(np.int8)]]
     inputs += [[np.full((1, 1, ow, c), v, np.int8)] for v in (127, -128)]
     result = verify_planned(sched, target=tgt, inputs=inputs)
@@ -136,7 +147,7 @@ def test_blocked_kernel_shift33_extremes(name, rounding, kh, ow, c, tmp_path):
 
 
 # (channels, kh, kw, stride, pad [top, bottom, left, right], pad value, izp, rounding, smallest shift, output range,
-# input height, width): the AVX2 depthwise kernel over int16 tap pairs (avx2/_dot.c.j2 `depthwise`), then a case it
+# input height, width): the AVX2 depthwise kernel over int16 tap pairs (qc_x86_dw_rows), then a case it
 # leaves to the blocks of 8 channels (20 channels)
 DW_CASES = [
     (8, 3, 3, (1, 1), (1, 1, 1, 1), -128, -128, "double_round", 33, (-128, 127), 5, 4),
@@ -151,7 +162,7 @@ DW_CASES = [
 
 @pytest.mark.parametrize("name", ["x86-avx2", *VNNI])
 @pytest.mark.parametrize("case", DW_CASES, ids=[f"c{c[0]}_{c[1]}x{c[2]}_s{c[3][1]}" for c in DW_CASES])
-def test_depthwise_pair_rows(name, case, tmp_path):
+def test_depthwise_pair_rows(name, case):
     """DEPTHWISE_CONV2D + per-channel RESCALE (FUSED_CONV) through the kernel over rows of int16 tap pairs: 8 .. 64
     channels (one block of 8, or 16-channel widening and a last 8), 3x3, 2x3 and 3x1 windows, strides 1, 2 and 3
     (an even stride widens every other position), padding on some or all sides with pad values -128, 0, 3, 17,
@@ -186,13 +197,32 @@ def test_depthwise_pair_rows(name, case, tmp_path):
     sched.steps = [Step("DEPTHWISE_CONV2D", ["x", "w", "b"], ["acc"], conv, "conv"),
                    Step("RESCALE", ["acc"], ["y"], rescale, "rs")]
     fuse_conv_rescale(sched)
-    generate(prepare(sched), tmp_path, tgt)
-    code = (tmp_path / "t.c").read_text().split("static void", 1)[1]
-    assert ("bands of rows of int16 tap pairs" in code) == (c % 8 == 0)
+    choice = _choice(sched, tgt)
+    assert (choice.kernel == "qc_x86_dw_rows") == (c % 8 == 0)
     if c % 8 == 0:
-        assert ("qc_scale32x8_s33r(" in code) == (lo >= 33) and ("qc_vnni_dpwssd(" in code) == (name in VNNI)
-        assert (f"oyb += {oh})" in code) == (c != 64)  # one band, or bands of 4 rows
+        assert choice.params.rq.s33 == (lo >= 33) and ("VPDPWSSD" in choice.reason) == (name in VNNI)
+        assert (choice.params.nb == oh) == (c != 64)  # one band, or bands of 4 rows
     inputs = [[rng.integers(-128, 128, (1, ih, iw, c)).astype(np.int8)]]
     inputs += [[np.full((1, ih, iw, c), v, np.int8)] for v in (127, -128)]
     result = verify_planned(sched, target=tgt, inputs=inputs)
     assert result.bit_exact, f"{name} {case}: {result.mismatches} mismatches, first {result.first_mismatch}"
+
+
+@pytest.mark.parametrize("name", ["x86-avx2", *VNNI])
+def test_kws_like_choices(name):
+    """examples/kws_like.json planned for an x86 target, without rendering: the convolutions on the blocked
+    kernels (AVX2: madd_2x8 weights for VPMADDWD, the fully connected layer on the nibble kernel; VNNI: dpbusd_4x8
+    weights for VPDPBUSD), the depthwise convolutions over rows of int16 tap pairs, the element-wise chain 8 lanes at
+    a time, everything else portable; the model needs the four runtime/x86 headers."""
+    kp = plan_kernels(plan(load_model(ROOT / "examples" / "kws_like.json")), load_target(name), "kws")
+    convs = [s.choice for s in kp.steps if s.op == "FUSED_CONV" and s.choice.form == "gemm"]
+    vnni = ("qc_x86_dpbusd_blocks", "dpbusd_4x8")
+    assert [(c.kernel, c.layout) for c in convs] == ([vnni] * 5 if name in VNNI else
+                                                     [("qc_x86_madd_blocks", "madd_2x8")] * 4
+                                                     + [("qc_x86_ubs_blocks", "dpbusd_4x8")])
+    assert all({"weights", "starts", "rq"} <= set(c.arrays) for c in convs)
+    assert [s.choice.kernel for s in kp.steps if s.choice.form == "dw_rows"] == ["qc_x86_dw_rows"] * 3
+    assert [s.op for s in kp.steps if s.choice.form == "elementwise"] == ["FUSED_ELEMENTWISE"]
+    assert {s.choice.kernel for s in kp.steps if s.choice.form == "portable"} == {
+        "c:rescale", "c:concat", "c:avg_pool2d", "c:reshape"}
+    assert kp.files == ("x86/qc_x86.h", "x86/qc_x86_conv.h", "x86/qc_x86_dw.h", "x86/qc_x86_ew.h")

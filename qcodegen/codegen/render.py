@@ -175,7 +175,7 @@ class RenderedModel:
 
 
 def _environment(target: Target) -> jinja2.Environment:
-    # the templates root last: an override may import another folder's file by path ("avx2/_dot.c.j2")
+    # the templates root last: an override may import another folder's file by path ("<isa>/_dot.c.j2")
     return _environment_for(tuple(str(p) for p in target.template_dirs()) + (str(data_path("templates")),))
 
 
