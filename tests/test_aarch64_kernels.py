@@ -262,6 +262,6 @@ def test_depthwise_choices_and_shared_constants():
                          w=rng.integers(-128, 128, (16, 1, 1, 16)).astype(np.int8), bias=np.arange(16),
                          mults=tuple(range(1 << 20, (1 << 20) + 16)), shifts=(38,) * 16)
     names = {role: a.name for role, a in _choice(conv, "aarch64-dotprod").arrays.items()}
-    prefixes = {"weights": "m_c_w_sdot_4x4", "multipliers": "m_c_rq_multipliers_", "neg_shifts": "m_c_rq_neg_shifts_",
-                "zero_point_terms": "m_c_izp_terms_"}
+    prefixes = {"weights": "m_c_w_sdot_4x4", "multipliers": "m_v_rq_multipliers_", "neg_shifts": "m_v_rq_neg_shifts_",
+                "zero_point_terms": "m_v_izp_terms_"}
     assert all(names[role].startswith(prefix) for role, prefix in prefixes.items()), names

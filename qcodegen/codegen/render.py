@@ -24,7 +24,7 @@ from ..ir.schedule import CONST, INPUT, OUTPUT, STATE, TEMP, Buffer, Schedule
 from ..kernels import KernelPlan, legacy, pack4, plan_kernels, with_arrays
 from ..kernels.conv import PATCH_LIMIT
 from ..kernels.names import ArrayNames, c_identifier
-from ..kernels.record import ConstArray, const_array
+from ..kernels.record import ConstArray, const_array, step_array
 from ..plan.fuse import execution_order
 from ..resources import data_path
 from ..semantics.edge import edge_quantization
@@ -253,7 +253,7 @@ def render_model(schedule: Schedule, target: Target, name: str | None = None, ha
     for sk, (k, step) in zip(plan.steps, execution_order(schedule), strict=True):
         prim = primitives.get(step.op)
         io = schedule.io(step)
-        consts = {key: names.step(k, key) for key in prim.constants(io)}
+        consts = {key: step_array(names, key, values).name for key, values in prim.constants(io).items()}
         ins = [Operand(f"in{i}", b) for i, b in enumerate(io.ins)]
         outs = [Operand(f"out{i}", b) for i, b in enumerate(io.outs)]
         context = dict(step=step, ins=ins, outs=outs, consts=consts, ctx=prim.template_context(io), index=k,

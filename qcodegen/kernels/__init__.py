@@ -24,7 +24,7 @@ from ..ir.schedule import CONST, Schedule
 from ..plan.fuse import execution_order
 from . import legacy
 from .names import ArrayNames
-from .record import ConstArray, KernelChoice, KernelPlan, StepKernel, const_array
+from .record import ConstArray, KernelChoice, KernelPlan, StepKernel, const_array, step_array
 
 # weight layouts (`weight_layout` of a target, `--weight-layout`): "compact" keeps the weights' flash about the
 # model's int8 weights; "fast" lets a family trade flash for instructions (Cortex-M4/M7: SMLAD's int16 pairs)
@@ -95,7 +95,7 @@ def with_arrays(plan: KernelPlan, schedule: Schedule, prefix: str, keep: set[str
                                                         "uint8_t" if buf.dtype.is_packed else buf.dtype.ctype)
         own = []
         if s.choice.step_constants:
-            own = [const_array(names.step(s.index, key), values)
+            own = [step_array(names, key, values)
                    for key, values in primitives.get(io.step.op).constants(io).items()]
         for array in [*own, *s.choice.arrays.values()]:
             others.setdefault(array.name, array)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
+
+import numpy as np
 
 _C_KEYWORDS = {"auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
                "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
@@ -34,6 +37,10 @@ class ArrayNames:
         """A schedule constant's values re-laid as `layout` (one array however many steps read it)."""
         return f"{self.const(buffer)}_{layout}"
 
-    def step(self, index: int, role: str) -> str:
-        """An array made for step `index` (a primitive's per-step constant, or a kernel's)."""
-        return f"{self.prefix}_s{index}_{c_identifier(role)}"
+    def by_value(self, role: str, values: np.ndarray) -> str:
+        """An array made for a step (a primitive's per-step constant, or a kernel's), named by its role and its values:
+        the steps one layer is cut into (patches, plan/memory.py), which have the same constants, read one copy, and
+        their step functions, alike then, compile to one."""
+        flat = np.ascontiguousarray(values)
+        digest = hashlib.sha1(flat.dtype.str.encode() + flat.tobytes()).hexdigest()[:10]
+        return f"{self.prefix}_v_{c_identifier(role)}_{digest}"

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from .names import ArrayNames
+
 # the C element types of constant arrays, by numpy dtype (the array's values are stored in that dtype)
 CTYPES = {np.dtype(np.int8): "int8_t", np.dtype(np.int16): "int16_t", np.dtype(np.int32): "int32_t",
           np.dtype(np.int64): "int64_t", np.dtype(np.uint8): "uint8_t", np.dtype(np.uint16): "uint16_t",
@@ -43,6 +45,13 @@ def const_array(name: str, values: np.ndarray, ctype: str | None = None) -> Cons
     """A ConstArray of `values` (flattened), its C type from their dtype unless given (e.g. uintptr_t)."""
     flat = np.ascontiguousarray(np.asarray(values).reshape(-1))
     return ConstArray(name, ctype or CTYPES[flat.dtype], flat)
+
+
+def step_array(names: ArrayNames, role: str, values: np.ndarray, ctype: str | None = None) -> ConstArray:
+    """An array made for a step (a kernel's constants, a primitive's per-step constant), named by its role and its
+    values (`ArrayNames.by_value`): steps with the same constants share one copy."""
+    flat = np.ascontiguousarray(np.asarray(values).reshape(-1))
+    return const_array(names.by_value(role, flat), flat, ctype)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ Everything else runs the portable loops."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +25,7 @@ from ...ir.schedule import StepIO
 from ..conv import PATCH_LIMIT, ConvStep, Requantization, conv_step
 from ..generic import portable
 from ..names import ArrayNames
-from ..record import ConstArray, KernelChoice, const_array
+from ..record import ConstArray, KernelChoice, const_array, step_array
 from . import layouts
 
 FILES = ("aarch64/qc_neon.h",)
@@ -130,12 +129,6 @@ def _vector_rq(c: ConvStep) -> bool:
             and c.y.dtype.name in OUTPUTS)
 
 
-def _shared(names: ArrayNames, role: str, values: np.ndarray) -> ConstArray:
-    """The array of a step's kernel constants, named by its role and its values: the steps a convolution is cut into
-    (patches, qcodegen/plan/memory.py), which have the same constants, read one copy."""
-    digest = hashlib.sha1(str(values.dtype).encode() + values.tobytes()).hexdigest()[:10]
-    return const_array(names.const(f"{role}_{digest}"), values)
-
 
 def _requant(rq: Requantization, names: ArrayNames) -> tuple[Requant, dict[str, ConstArray]]:
     """The Requant of the vector form and its per-channel arrays (the multipliers; minus the shifts as int8, widened
@@ -144,15 +137,16 @@ def _requant(rq: Requantization, names: ArrayNames) -> tuple[Requant, dict[str, 
     dbl = int(rq.fn == "qc_scale32_double_gt31")
     if not rq.per_channel:
         return Requant(False, 0, rq.multipliers[0], rq.shifts[0], dbl, rq.output_zp, rq.lo, rq.hi), {}
-    arrays = {"multipliers": _shared(names, "rq_multipliers", np.array(rq.multipliers, np.int32)),
-              "neg_shifts": _shared(names, "rq_neg_shifts", layouts.neg_shifts(rq.shifts))}
+    arrays = {"multipliers": step_array(names, "rq_multipliers", np.array(rq.multipliers, np.int32)),
+              "neg_shifts": step_array(names, "rq_neg_shifts", layouts.neg_shifts(rq.shifts))}
     return Requant(True, len(rq.shifts), 0, 0, dbl, rq.output_zp, rq.lo, rq.hi), arrays
 
 
 def _zero_point_terms(c: ConvStep, names: ArrayNames) -> dict[str, ConstArray]:
     if c.izp == 0:
         return {}
-    return {"zero_point_terms": _shared(names, "izp_terms", layouts.zero_point_terms(c.weight_rows(), c.rows, c.izp))}
+    terms = layouts.zero_point_terms(c.weight_rows(), c.rows, c.izp)
+    return {"zero_point_terms": step_array(names, "izp_terms", terms)}
 
 
 def _conv(c: ConvStep, names: ArrayNames, sdot: bool) -> KernelChoice:
@@ -191,9 +185,9 @@ def _depthwise(c: ConvStep, names: ArrayNames) -> KernelChoice:
     g = c.window
     arrays: dict[str, ConstArray] = {}
     if c.izp != 0:
-        arrays["starts"] = _shared(names, "dw_starts", layouts.dw_starts(c.weight_rows(), c.izp))
+        arrays["starts"] = step_array(names, "dw_starts", layouts.dw_starts(c.weight_rows(), c.izp))
     if not g["all_interior"] and c.taps <= 9:
-        arrays["pad_row"] = _shared(names, "pad_row", layouts.pad_row(c.rows, c.pad_value))
+        arrays["pad_row"] = step_array(names, "pad_row", layouts.pad_row(c.rows, c.pad_value))
     pairs = c.constant_weights and int(np.min(np.asarray(c.w.data))) > -128
     reason = f"int8 x int8, weight zero point 0, {c.taps} taps, blocks of 16 channels"
     reason += ", taps in pairs (no weight -128)" if pairs else ""

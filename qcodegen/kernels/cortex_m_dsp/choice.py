@@ -23,7 +23,7 @@ from ...ir.schedule import StepIO
 from ..conv import PATCH_LIMIT, ConvStep, Requantization, conv_step
 from ..generic import portable
 from ..names import ArrayNames
-from ..record import ConstArray, KernelChoice, RequantStore, const_array
+from ..record import ConstArray, KernelChoice, RequantStore, const_array, step_array
 from . import layouts
 
 RQ_FILES = ("cortex-m/qc_cm_rq.h",)
@@ -145,8 +145,8 @@ def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoi
     if c.widened:  # (templates/generic/_window.c.j2 dot_hooks: the generic hooks render it)
         return portable(io, "range analysis widened the step: int64 accumulators, saturated")
     if c.op == "CONV2D":
-        return _conv(c, index, names, layout, store) or portable(io, _why_not_conv(c), **extra)
-    return _depthwise(c, index, names, store) or portable(io, _why_not_depthwise(c), **extra)
+        return _conv(c, names, layout, store) or portable(io, _why_not_conv(c), **extra)
+    return _depthwise(c, names, store) or portable(io, _why_not_depthwise(c), **extra)
 
 
 def _int8_rows(c: ConvStep) -> bool:
@@ -159,7 +159,7 @@ def _why_not_conv(c: ConvStep) -> str:
     return "not int8 x int8 with weight zero point 0 and rows of at most 65,535 elements"
 
 
-def _conv(c: ConvStep, index: int, names: ArrayNames, layout: str, store: RequantStore | None) -> KernelChoice | None:
+def _conv(c: ConvStep, names: ArrayNames, layout: str, store: RequantStore | None) -> KernelChoice | None:
     if not (c.channels_hook and _int8_rows(c)):
         return None
     relaid = c.constant_weights and 4 <= c.k <= MAX_RELAID_ROW
@@ -169,16 +169,16 @@ def _conv(c: ConvStep, index: int, names: ArrayNames, layout: str, store: Requan
         if c.rq is not None and c.rows % 2 == 0 and exact_s33(c.rq) and c.y.dtype.name == "i8":
             bias = c.bias_abs_max
             if bias is not None and bias + c.k * 2 ** 17 < 2 ** 31:
-                return _conv_pixels(c, index, names, q15, f"{base_reason}, {c.pixels} pixels, {c.rows} rows (even), "
+                return _conv_pixels(c, names, q15, f"{base_reason}, {c.pixels} pixels, {c.rows} rows (even), "
                                     f"int8 outputs of an exact 32-bit requantization (shifts >= 33), "
                                     f"|bias| + k 2^17 < 2^31")
-        return _dot_pairs(c, index, names, q15, store, f"{base_reason}, {c.pixels} pixels, {c.rows} rows")
+        return _dot_pairs(c, names, q15, store, f"{base_reason}, {c.pixels} pixels, {c.rows} rows")
     if q15 and relaid and c.rows >= 4:
-        return _dot_rows(c, index, names, "q15", store, f"{base_reason}, one pixel, weight layout fast")
+        return _dot_rows(c, names, "q15", store, f"{base_reason}, one pixel, weight layout fast")
     if relaid and c.rows % 4 == 0 and c.k % 4 == 0:
-        return _dot_rows(c, index, names, "s8x4", store, f"{base_reason}, one pixel, rows and row length multiples "
+        return _dot_rows(c, names, "s8x4", store, f"{base_reason}, one pixel, rows and row length multiples "
                          "of 4")
-    return _dot_rows(c, index, names, "s8", store, "int8 x int8, weight zero point 0, rows of at most 65,535 elements")
+    return _dot_rows(c, names, "s8", store, "int8 x int8, weight zero point 0, rows of at most 65,535 elements")
 
 
 def _weights(c: ConvStep, names: ArrayNames, layout: str) -> ConstArray:
@@ -186,14 +186,13 @@ def _weights(c: ConvStep, names: ArrayNames, layout: str) -> ConstArray:
     return const_array(names.relaid(c.w.name, layout), fn(c.weight_rows()))
 
 
-def _zero_point_terms(c: ConvStep, index: int, names: ArrayNames) -> dict[str, ConstArray]:
+def _zero_point_terms(c: ConvStep, names: ArrayNames) -> dict[str, ConstArray]:
     if c.izp == 0:
         return {}
-    return {"zero_point_terms": const_array(names.step(index, "izp_terms"),
-                                            layouts.zero_point_terms(c.weight_rows(), c.izp))}
+    return {"zero_point_terms": step_array(names, "izp_terms", layouts.zero_point_terms(c.weight_rows(), c.izp))}
 
 
-def _conv_pixels(c: ConvStep, index: int, names: ArrayNames, q15: bool, reason: str) -> KernelChoice:
+def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> KernelChoice:
     assert c.rq is not None
     w = "q15x2" if q15 else "s8x2"
     mode = _rq_mode(c.rq, (c.bias_abs_max or 0) + c.k * 2 ** 15)
@@ -201,11 +200,10 @@ def _conv_pixels(c: ConvStep, index: int, names: ArrayNames, q15: bool, reason: 
     groups = (c.k + 3) // 4
     fixed = f"_g{groups}" if groups <= FIXED_GROUPS else ""
     arrays = {"weights": _weights(c, names, f"dsp_{w}"),
-              "rq": const_array(names.step(index, f"rq{mode}"), _rq_pairs(c.rq, mode))}
+              "rq": step_array(names, f"rq{mode}", _rq_pairs(c.rq, mode))}
     unread = {1}
     if c.izp != 0 or not c.bias_per_channel:
-        arrays["base"] = const_array(names.step(index, "base"),
-                                     layouts.row_starts(c.weight_rows(), c.bias_per_row(), c.izp))
+        arrays["base"] = step_array(names, "base", layouts.row_starts(c.weight_rows(), c.bias_per_row(), c.izp))
         unread.add(2)
     triples = c.pixels // 3 * 3
     params = ConvPixels(f"qc_dsp_conv_3px_{w}_{rq}{fixed}" if triples else "", f"qc_dsp_conv_2px_{w}_{rq}",
@@ -220,10 +218,10 @@ def _window_length(c: ConvStep) -> int:
     return (c.k + 3) // 4 * 4 if c.gathered else c.k
 
 
-def _dot_pairs(c: ConvStep, index: int, names: ArrayNames, q15: bool, store: RequantStore | None,
+def _dot_pairs(c: ConvStep, names: ArrayNames, q15: bool, store: RequantStore | None,
                reason: str) -> KernelChoice:
     w = "q15x2" if q15 else "s8x2"
-    arrays = {"weights": _weights(c, names, f"dsp_{w}"), **_zero_point_terms(c, index, names)}
+    arrays = {"weights": _weights(c, names, f"dsp_{w}"), **_zero_point_terms(c, names)}
     groups = (c.k + 3) // 4
     params = DotPairs(f"qc_dsp_dot_2x2_{w}", c.pixels, c.rows, groups, groups * (2 if q15 else 1),
                       _window_length(c))
@@ -232,9 +230,9 @@ def _dot_pairs(c: ConvStep, index: int, names: ArrayNames, q15: bool, store: Req
                         window_length=params.window_length, files=CONV_FILES)
 
 
-def _dot_rows(c: ConvStep, index: int, names: ArrayNames, variant: str, store: RequantStore | None,
+def _dot_rows(c: ConvStep, names: ArrayNames, variant: str, store: RequantStore | None,
               reason: str) -> KernelChoice:
-    arrays = dict(_zero_point_terms(c, index, names))
+    arrays = dict(_zero_point_terms(c, names))
     layout = "int8"
     if variant != "s8":
         layout = "dsp_q15x4" if variant == "q15" else "dsp_s8x4"
@@ -250,7 +248,7 @@ def _why_not_depthwise(c: ConvStep) -> str:
             "bias, |bias| + taps 2^17 < 2^31")
 
 
-def _depthwise(c: ConvStep, index: int, names: ArrayNames, store: RequantStore | None) -> KernelChoice | None:
+def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> KernelChoice | None:
     bias = c.bias_abs_max
     if not (c.int8 and c.wzp == 0 and c.m == 1 and c.taps <= 4096 and c.y.dtype.ctype != "int64_t"
             and (c.rq is not None or c.y.dtype.ctype == "int32_t") and c.constant_weights and bias is not None
@@ -258,8 +256,7 @@ def _depthwise(c: ConvStep, index: int, names: ArrayNames, store: RequantStore |
         return None
     g = c.window
     taps = c.weight_rows()
-    arrays = {"q": const_array(names.step(index, "dw_q15_base"),
-                               layouts.dsp_dw_q15_base(taps, c.bias_per_row(), c.izp))}
+    arrays = {"q": step_array(names, "dw_q15_base", layouts.dsp_dw_q15_base(taps, c.bias_per_row(), c.izp))}
     reason = (f"int8 x int8, weight zero point 0, multiplier 1, {c.taps} taps, constant weights and bias, "
               f"|bias| + taps 2^17 < 2^31")
     int8 = c.rq is not None and exact_s33(c.rq) and c.y.dtype.name == "i8"
@@ -267,7 +264,7 @@ def _depthwise(c: ConvStep, index: int, names: ArrayNames, store: RequantStore |
         assert c.rq is not None
         mode = _rq_mode(c.rq, bias + c.taps * 2 ** 15)
         fn = f"qc_dsp_dw_s8_{_rq_name(c.rq, mode)}"
-        arrays["rq"] = const_array(names.step(index, f"rq{mode}"), _rq_pairs(c.rq, mode))
+        arrays["rq"] = step_array(names, f"rq{mode}", _rq_pairs(c.rq, mode))
         reason += ", int8 outputs of an exact 32-bit requantization (shifts >= 33)"
     else:
         fn = "qc_dsp_dw_s32"
@@ -275,7 +272,7 @@ def _depthwise(c: ConvStep, index: int, names: ArrayNames, store: RequantStore |
         fn += "_c4"  # (no code for channels after the last group of 4)
     if g["has_interior"]:
         offsets = [(ky * g["dy"] * g["iw"] + kx * g["dx"]) * c.rows for ky in range(g["kh"]) for kx in range(g["kw"])]
-        arrays["taps"] = const_array(names.step(index, "tap_offsets"), np.array(offsets, np.uint32), "uintptr_t")
+        arrays["taps"] = step_array(names, "tap_offsets", np.array(offsets, np.uint32), "uintptr_t")
     runs = int8 or (c.rq is None and c.y.dtype.ctype == "int32_t")
     rq = c.rq
     params = Depthwise(fn, runs, int8, c.rows, c.taps, 2 * rq.output_zp + 1 if int8 and rq else 0,

@@ -20,7 +20,7 @@ from ...ir.schedule import StepIO
 from ..conv import ConvStep, Requantization, conv_step
 from ..generic import portable
 from ..names import ArrayNames
-from ..record import KernelChoice, const_array
+from ..record import KernelChoice, step_array
 from . import layouts
 
 FILES = ("rvv/qc_rvv.h",)
@@ -84,7 +84,7 @@ def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoi
     if c.widened:  # (templates/generic/_window.c.j2 dot_hooks: the generic hooks render it)
         return portable(io, "range analysis widened the step: int64 accumulators, saturated")
     if c.op == "CONV2D":
-        return _conv(c, index, names) or portable(io, _why_not_conv(c))
+        return _conv(c, names) or portable(io, _why_not_conv(c))
     return _depthwise(c) or portable(io, _why_not_depthwise(c))
 
 
@@ -94,13 +94,12 @@ def _why_not_conv(c: ConvStep) -> str:
     return "not int8 x int8 with weight zero point 0, constant weights and rows of at most 65,535 elements"
 
 
-def _conv(c: ConvStep, index: int, names: ArrayNames) -> KernelChoice | None:
+def _conv(c: ConvStep, names: ArrayNames) -> KernelChoice | None:
     if not (c.channels_hook and c.int8 and c.wzp == 0 and c.constant_weights and c.k <= 65535):
         return None
     arrays = {}
     if c.izp != 0:
-        arrays["zero_point_terms"] = const_array(names.step(index, "izp_terms"),
-                                                 layouts.zero_point_terms(c.weight_rows(), c.izp))
+        arrays["zero_point_terms"] = step_array(names, "izp_terms", layouts.zero_point_terms(c.weight_rows(), c.izp))
     rq = vector_requantization(c.rq, c.y.dtype.ctype)
     params = DotRows(c.rows, c.k, c.rows // 4 * 4, rq)
     reason = f"int8 x int8, weight zero point 0, constant rows of {c.k} elements"

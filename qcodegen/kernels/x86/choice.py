@@ -24,11 +24,8 @@ innermost: templates/x86/_dot.c.j2 `pool_channels_inner`)."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from ... import primitives
 from ...ir.schedule import CONST, StepIO
@@ -36,7 +33,7 @@ from ...primitives.fused import part_ios
 from ..conv import PATCH_LIMIT, ConvStep, Requantization, conv_step
 from ..generic import portable
 from ..names import ArrayNames
-from ..record import ConstArray, KernelChoice, const_array
+from ..record import ConstArray, KernelChoice, const_array, step_array
 from . import layouts
 
 COMMON = ("x86/qc_x86.h",)
@@ -236,19 +233,11 @@ def _rq8(rq: Requantization, y_bits: int) -> Rq8:
                rq.output_zp, rq.lo, rq.hi, y_bits == 8 and rq.lo == -128 and rq.hi == 127, y_bits)
 
 
-def _derived(names: ArrayNames, c: ConvStep, role: str, values: np.ndarray) -> ConstArray:
-    """An array made from the step's weights (and its other constants), named by the weights and its values: the
-    steps of one layer split into patches (plan/memory) share one copy, in flash and in the step functions (steps
-    that read the same arrays compile to the same code, which the compiler folds)."""
-    flat = np.ascontiguousarray(values)
-    digest = hashlib.sha1(flat.dtype.str.encode() + flat.tobytes()).hexdigest()[:10]
-    return const_array(names.relaid(c.w.name, f"{role}_{digest}"), flat)
-
 
 def _rq_arrays(rq: Requantization, c: ConvStep, names: ArrayNames) -> dict[str, ConstArray]:
     if not rq.per_channel:
         return {}
-    return {"rq": _derived(names, c, "rq8", layouts.x86_rq8(rq.multipliers, rq.shifts))}
+    return {"rq": step_array(names, "rq8", layouts.x86_rq8(rq.multipliers, rq.shifts))}
 
 
 def _acc32(io: StepIO) -> bool:
@@ -299,14 +288,14 @@ def _gemm(isa: Isa, c: ConvStep, names: ArrayNames, reason: str) -> KernelChoice
     blocked = c.rows // 8 * 8
     layout = "dpbusd_4x8" if group == 4 else "madd_2x8"
     arrays = {"weights": const_array(names.relaid(c.w.name, layout), getattr(layouts, layout)(rows)),
-              "starts": _derived(names, c, "starts",
+              "starts": step_array(names, "starts",
                                  layouts.gemm_starts(rows, c.bias_per_row(), 128 + c.izp if unsigned else None)),
               **_rq_arrays(c.rq, c, names)}
     # the rows after the last block of 8: the int8 window and rows, the zero-point terms of the kernel's sums
     dot, factor = ("qc_x86_vnni_dot_s8", 128 + c.izp) if isa.vnni else ("qc_x86_dot_s8", c.izp)
     corrected = blocked < c.rows and factor != 0
     if corrected:
-        arrays["zero_point_terms"] = _derived(names, c, "izp_terms",
+        arrays["zero_point_terms"] = step_array(names, "izp_terms",
                                                  layouts.zero_point_terms(rows, factor))
     kpad = (c.k + group - 1) // group * group
     pack_arg = {"QC_X86_MADD": c.izp, "QC_X86_UBS": kpad}.get(kern)
@@ -333,7 +322,7 @@ def _rows(isa: Isa, c: ConvStep, names: ArrayNames, vector: bool, reason: str) -
         reason += ": VPMADDWD, blocks of 4 rows, then 1"
     correction = "none" if factor == 0 else "array" if c.constant_weights else "runtime"
     if correction == "array":
-        arrays["zero_point_terms"] = _derived(names, c, "izp_terms",
+        arrays["zero_point_terms"] = step_array(names, "izp_terms",
                                                  layouts.zero_point_terms(c.weight_rows(), factor))
     rq8 = None
     if rq and c.rows >= 8:
@@ -377,7 +366,7 @@ def _dw_rows(isa: Isa, c: ConvStep, names: ArrayNames, plan: tuple[int, int, int
     g, (wp, step, nb) = c.window, plan
     taps = c.weight_rows()
     arrays = {"weights": const_array(names.relaid(c.w.name, "x86_dw_rows"), layouts.x86_dw_rows(taps, g["kw"])),
-              "params": _derived(names, c, "dw_params", layouts.x86_dw_params(taps, c.bias_per_row(), c.izp,
+              "params": step_array(names, "dw_params", layouts.x86_dw_params(taps, c.bias_per_row(), c.izp,
                                                                                   c.rq.multipliers, c.rq.shifts))}
     rowlen = (wp + step - 1) // step * c.rows * 2
     params = DwRows(g["n"], g["ih"], g["iw"], c.rows, g["oh"], g["ow"], g["kh"], g["kw"], g["sy"], g["sx"], g["pt"],
