@@ -59,8 +59,11 @@ QC_MVE_INLINE void qc_mve_conv_store(int32x4_t v, int32x4_t m, int32x4_t s1, voi
    (the tail included) read the inputs at immediate offsets (< 128; `.if`), rows of up to QC_MVE_PW_MAX chunks
    advance the input pointers (`.rept`; the caller's copies stay). GCC estimates an asm statement's length by its
    lines, where a `.rept` body counts once: the statement carries blank lines for the copies it may hold, so that
-   the estimate is never short (a branch over it is never out of range). Longer rows, and rows whose length GCC
-   does not see as a constant (-Og), take one asm statement per chunk. */
+   the estimate is never short (a branch over it is never out of range). Longer rows, rows whose length GCC does
+   not see as a constant (-Og), and every row at -Os take one asm statement per chunk (measured: GCC 12's register
+   allocator finds no registers for the unrolled forms in some -Os and -O1 steps: "impossible constraints"). The
+   input pointers are in-out operands of the unrolled forms: the allocator then copies them, rather than failing
+   where the caller keeps them (found building ResNet-8 and DS-CNN at -Og/-Os/-O1). */
 #define QC_MVE_PW_ROW(w, s, t)                                                                                    \
   "vldrb.8 %q[" w "], [%[q]], #16\n\t"                                                                           \
   "vmladava.s8 %[" s "], %q[xa], %q[" w "]\n\t"                                                                  \
@@ -91,15 +94,21 @@ QC_MVE_INLINE void qc_mve_conv_store(int32x4_t v, int32x4_t m, int32x4_t s1, voi
   "vmov %q[vb][2], %q[vb][0], %[t0], %[t2]\n\tvmov %q[vb][3], %q[vb][1], %[t1], %[t3]"
 /* the longest row (in chunks) of the `.rept` form, and the blank lines of its other copies (14 lines a chunk) */
 #define QC_MVE_PW_MAX 40
+#ifdef __OPTIMIZE_SIZE__ /* (see above) */
+#define QC_MVE_PW_UNROLL 0
+#else
+#define QC_MVE_PW_UNROLL 1
+#endif
 #define QC_MVE_NL14 "\n\n\n\n\n\n\n\n\n\n\n\n\n\n"
 #define QC_MVE_NL70 QC_MVE_NL14 QC_MVE_NL14 QC_MVE_NL14 QC_MVE_NL14 QC_MVE_NL14
 #define QC_MVE_PW_PAD QC_MVE_NL70 QC_MVE_NL70 QC_MVE_NL70 QC_MVE_NL70 QC_MVE_NL70 QC_MVE_NL70 QC_MVE_NL70 QC_MVE_NL70
 #define QC_MVE_PW_SUMS                                                                                           \
   [s0] "=&Te"(s0), [s1] "=&Te"(s1), [s2] "=&Te"(s2), [s3] "=&Te"(s3), [t0] "=&Te"(t0), [t1] "=&Te"(t1),             \
       [t2] "=&Te"(t2), [t3] "=&Te"(t3), [q] "+r"(q), [w0] "=&w"(w0), [w1] "=&w"(w1), [va] "=&w"(va), [vb] "=&w"(vb)
-#define QC_MVE_PW_SUMS_IN                                                                                        \
+#define QC_MVE_PW_SUMS_ACC                                                                                       \
   [s0] "+&Te"(s0), [s1] "+&Te"(s1), [s2] "+&Te"(s2), [s3] "+&Te"(s3), [t0] "+&Te"(t0), [t1] "+&Te"(t1),             \
-      [t2] "+&Te"(t2), [t3] "+&Te"(t3), [q] "+r"(q), [w0] "=&w"(w0), [w1] "=&w"(w1), [xa] "=&w"(xa), [xb] "=&w"(xb)
+      [t2] "+&Te"(t2), [t3] "+&Te"(t3), [q] "+r"(q), [w0] "=&w"(w0), [w1] "=&w"(w1)
+#define QC_MVE_PW_SUMS_IN QC_MVE_PW_SUMS_ACC, [xa] "=&w"(xa), [xb] "=&w"(xb)
 
 /* The sums of one block of 4 rows for the pixels at x0, x1 (k inputs each) into va, vb; q advanced past the
    block's starts and chunks. */
@@ -111,15 +120,15 @@ QC_MVE_INLINE const int32_t *qc_mve_pw_block(const int32_t *q, const int8_t *x0,
   const int32_t full = k / 16, tail = k % 16;
   if (k <= 16) {  /* the pair's inputs were loaded once, before the blocks */
     __asm__(QC_MVE_PW_START QC_MVE_PW_ROWS QC_MVE_PW_LANES : QC_MVE_PW_SUMS : [xa] "w"(xa), [xb] "w"(xb) : "memory");
-  } else if (__builtin_constant_p(k) && full + (tail ? 1 : 0) <= 8) {
+  } else if (QC_MVE_PW_UNROLL && __builtin_constant_p(k) && full + (tail ? 1 : 0) <= 8) {
     __asm__(QC_MVE_PW_VCTP QC_MVE_PW_START QC_MVE_PW_CHUNKS QC_MVE_PW_TAIL QC_MVE_PW_LANES
-            : QC_MVE_PW_SUMS, [xa] "=&w"(xa), [xb] "=&w"(xb)
-            : [x0] "r"(x0), [x1] "r"(x1), [full] "n"(full), [tail] "n"(tail), [toff] "n"(full * 16)
+            : QC_MVE_PW_SUMS, [xa] "=&w"(xa), [xb] "=&w"(xb), [x0] "+r"(x0), [x1] "+r"(x1)
+            : [full] "n"(full), [tail] "n"(tail), [toff] "n"(full * 16)
             : "memory", "p0");
-  } else if (__builtin_constant_p(k) && full <= QC_MVE_PW_MAX) {
+  } else if (QC_MVE_PW_UNROLL && __builtin_constant_p(k) && full <= QC_MVE_PW_MAX) {
     __asm__(QC_MVE_PW_VCTP QC_MVE_PW_START ".rept %c[full]\n\t" QC_MVE_PW_NEXT ".endr\n\t" QC_MVE_PW_TAIL
             QC_MVE_PW_LANES QC_MVE_PW_PAD
-            : QC_MVE_PW_SUMS, [xa] "=&w"(xa), [xb] "=&w"(xb), [x0] "+l"(x0), [x1] "+l"(x1)
+            : QC_MVE_PW_SUMS, [xa] "=&w"(xa), [xb] "=&w"(xb), [x0] "+r"(x0), [x1] "+r"(x1)
             : [full] "n"(full), [tail] "n"(tail), [toff] "n"(0)
             : "memory", "p0");
   } else {
@@ -129,14 +138,13 @@ QC_MVE_INLINE const int32_t *qc_mve_pw_block(const int32_t *q, const int8_t *x0,
             :
             : "memory");
     for (int32_t c = 0; c < full; ++c) {
-      __asm__(QC_MVE_PW_NEXT : QC_MVE_PW_SUMS_IN, [x0] "+l"(x0), [x1] "+l"(x1) : : "memory");
+      __asm__(QC_MVE_PW_NEXT : QC_MVE_PW_SUMS_IN, [x0] "+r"(x0), [x1] "+r"(x1) : : "memory");
     }
-    if (tail) {
-      __asm__("vctp.8 %[tail]\n\t"
-              "vpstt\n\tvldrbt.8 %q[xa], [%[x0]]\n\tvldrbt.8 %q[xb], [%[x1]]\n\t" QC_MVE_PW_ROWS
-              : QC_MVE_PW_SUMS_IN
-              : [x0] "r"(x0), [x1] "r"(x1), [tail] "r"(tail)
-              : "memory", "p0");
+    if (tail) {  /* the tail's inputs loaded in C (zeros past k): no core registers for x0, x1 and the predicate */
+      const mve_pred16_t pt = vctp8q((uint32_t)tail);
+      xa = vldrbq_z_s8(x0, pt);
+      xb = vldrbq_z_s8(x1, pt);
+      __asm__(QC_MVE_PW_ROWS : QC_MVE_PW_SUMS_ACC : [xa] "w"(xa), [xb] "w"(xb) : "memory");
     }
     __asm__(QC_MVE_PW_LANES : [va] "=&w"(va), [vb] "=&w"(vb)
             : [s0] "Te"(s0), [s1] "Te"(s1), [s2] "Te"(s2), [s3] "Te"(s3), [t0] "Te"(t0), [t1] "Te"(t1),
