@@ -81,12 +81,19 @@ def plan_kernels(schedule: Schedule, target, prefix: str) -> KernelPlan:
 def with_arrays(plan: KernelPlan, schedule: Schedule, prefix: str, keep: set[str] | None = None) -> KernelPlan:
     """The plan with its arrays: every array its steps read (the schedule's constants that a step reads, 4-bit data
     packed; the steps' own constants, Primitive.constants; the arrays of their kernels), each once, the schedule's
-    constants first; and each step's names of them. `keep`: only the arrays of these names (legacy.py)."""
+    constants first; and each step's names of them. `keep`: only the arrays of these names (legacy.py). Kernel
+    arrays of equal type and values are one array (the first one's name): the steps of one layer's patches (the
+    memory planner) make the same re-laid weights, and their step functions become the same code (which the
+    compiler folds)."""
     names = ArrayNames(prefix)
     consts: dict[str, ConstArray] = {}
     others: dict[str, ConstArray] = {}
+    by_content: dict[tuple[str, str, bytes], ConstArray] = {}
     steps = []
     for s in plan.steps:
+        shared = {role: by_content.setdefault((a.ctype, a.values.dtype.str, a.values.tobytes()), a)
+                  for role, a in s.choice.arrays.items()}
+        s = dataclasses.replace(s, choice=dataclasses.replace(s.choice, arrays=shared))
         io = _io(schedule, s)
         read = [b for i, b in enumerate(io.ins) if b.kind == CONST and i not in s.choice.unread]
         for buf in read:
