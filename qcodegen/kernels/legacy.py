@@ -1,5 +1,5 @@
 """TRANSITIONAL (issue 15 stage A): the adapter that keeps the kernel families not yet migrated to a choice module
-(x86 avx2/avxvnni/avx512vnni, aarch64 neon/dotprod, mve, the shared vector/ skeleton from those) working as
+(x86 avx2/avxvnni/avx512vnni, aarch64 neon/dotprod, the shared vector/ skeleton from those) working as
 before. Their templates (templates/<isa>/_dot.c.j2) still choose their kernels and call `relayout(operand, kind,
 rows, ...)` (Relayout below) to re-lay weights while they render; `finish` then reads the rendered step bodies for
 the constant operands no step reads (passed as NULL) and keeps only the arrays some C names, so that the plan, and
