@@ -18,7 +18,7 @@ from qcodegen.codegen import generate, list_targets, load_target
 from qcodegen.codegen.targets import Target
 from qcodegen.ir.dtypes import dtype
 from qcodegen.ir.schedule import CONST, INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
-from qcodegen.kernels import layouts_of
+from qcodegen.kernels import KernelChoice, layouts_of, plan_kernels
 from qcodegen.plan.fuse import execution_order, fuse_conv_rescale, fuse_elementwise
 from qcodegen.testing import Const, Var, prepare, step_schedule, verify_planned
 from qcodegen.verify.runners import unavailable
@@ -483,6 +483,11 @@ def m55():
     return target
 
 
+def _choice(sched: Schedule, target: Target) -> KernelChoice:
+    """The kernel the plan chose for the (prepared) schedule's last step."""
+    return plan_kernels(sched, target, "t").steps[-1].choice
+
+
 @pytest.mark.parametrize("c, stride, pad_value, iw, rounding, lo, shifts, zp", [
     (8, 1, -128, 9, "double_round", -128, (33, 40), 5), (4, 1, 0, 11, "single_round", -3, (33, 36), -100),
     (8, 1, 5, 10, "double_round", 0, (33, 35), 127), (2, 1, 3, 12, "double_round", -128, (33, 62), -128),
@@ -501,8 +506,9 @@ def test_depthwise_few_channels(m55, c, stride, pad_value, iw, rounding, lo, shi
                    output_zp=zp, per_channel=True, rounding=rounding, out_min=lo, out_max=127)
     sched = _fused("DEPTHWISE_CONV2D", (1, ih, iw, c), w, bias, (1, oh, ow, c), conv, rescale)
     src = _generated(sched, m55, tmp_path)
-    assert "depthwise kernel: qc_mve_dw_<mode>" in src
-    assert ("&qc_dw16" in src) == (c < 16 and stride == 1)
+    k = _choice(sched, m55)
+    assert k.form == "dw_s8" and f"depthwise kernel: {k.kernel}" in src
+    assert (k.params.copies > 1) == (c < 16 and stride == 1)
     _check(sched, m55, [np.full((1, ih, iw, c), -128), np.full((1, ih, iw, c), 127)])
 
 
@@ -519,7 +525,8 @@ def test_depthwise_few_channels_unpadded(m55, c, iw, tmp_path):
     rescale = dict(multiplier=rng.integers(1 << 30, 1 << 31, c).tolist(), shift=rng.integers(33, 40, c).tolist(),
                    output_zp=-5, per_channel=True, rounding="double_round")
     sched = _fused("DEPTHWISE_CONV2D", (1, ih, iw, c), w, bias, (1, oh, ow, c), conv, rescale)
-    assert "&qc_dw16" in _generated(sched, m55, tmp_path)
+    _generated(sched, m55, tmp_path)
+    assert _choice(sched, m55).params.copies == 16 // c
     _check(sched, m55, [np.full((1, ih, iw, c), -128), np.full((1, ih, iw, c), 127)])
 
 
@@ -541,7 +548,8 @@ def test_depthwise_blocks(m55, c, kernel, shifts, rounding, lo, zp, tmp_path):
                    output_zp=zp, per_channel=True, rounding=rounding, out_min=lo, out_max=127 if lo == -128 else 90)
     sched = _fused("DEPTHWISE_CONV2D", (1, ih, iw, c), w, bias, (1, oh, ow, c), conv, rescale)
     src = _generated(sched, m55, tmp_path)
-    assert ("_clamp(&qc_dw" in src) == (lo != -128)
+    k = _choice(sched, m55)
+    assert k.form == "dw_s8" and f"{k.kernel}(&qc_dw" in src and k.kernel.endswith("_clamp") == (lo != -128)
     _check(sched, m55, [np.full((1, ih, iw, c), -128), np.full((1, ih, iw, c), 127)])
 
 
@@ -553,7 +561,7 @@ def test_depthwise_blocks(m55, c, kernel, shifts, rounding, lo, zp, tmp_path):
     (40, 3, 8, True, "double_round", (-128, 127)), (135, 3, 8, True, "double_round", (-128, 127)),
     (264, 3, 4, False, "single_round", (-128, 127)), (128, 2, 8, True, "double_round", (-128, 127))])
 def test_pixel_pairs(m55, k, pixels, oc, per_channel, rounding, out_range, tmp_path):
-    """1x1 FUSED_CONV with k input channels: pixels in pairs (_pw_pair: asm per block of 4 channels; whole chunks
+    """1x1 FUSED_CONV with k input channels: pixels in pairs (qc_mve_conv_2px_*: asm per block of 4 channels; chunks
     unrolled up to 8, then by 4 in a loop: k 135, 264; partial last chunks), odd pixel counts (the last one paired
     with itself), leftover rows (oc % 4); biases near the accumulator's limits for short rows."""
     rng = np.random.default_rng(k * 7 + pixels)
@@ -562,7 +570,9 @@ def test_pixel_pairs(m55, k, pixels, oc, per_channel, rounding, out_range, tmp_p
     bias = _big_bias(scales, oc, rng, k) if k < 20 else rng.integers(-(1 << 20), 1 << 20, oc)
     sched = _conv_rescale(oc, rounding, scales, bias, int(rng.integers(-128, 128)), out_range, k=k, pixels=pixels)
     _check_requantized(sched, m55, tmp_path)
-    assert "QC_MVE_PW_START" in (tmp_path / "t.c").read_text()
+    k = _choice(sched, m55)
+    assert k.form == "conv_px" and k.params.pairs == (pixels >= 2)
+    assert f"{k.kernel}(&qc_pw" in (tmp_path / "t.c").read_text()
 
 
 @pytest.mark.parametrize("c, oc, hw, izp", [(3, 8, (5, 6), -128), (3, 5, (4, 3), 7), (2, 12, (3, 3), 0)])

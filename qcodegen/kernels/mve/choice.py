@@ -1,0 +1,291 @@
+"""Kernel choice for Cortex-M55 Helium (MVE) (target cortex-m55; kernels in runtime/mve/, call sites in
+templates/mve/_dot.c.j2).
+
+int8 x int8 convolutions with weight zero point 0 and rows of at most 65,535 elements:
+- CONV2D with constant weights and bias, at least 4 output channels, int8 or int16 outputs of an exact 32-bit
+  requantization (shifts >= 33): every output channel of a pixel pair (qc_mve_conv_2px_*: each weight chunk serves
+  both pixels; a last odd pixel pairs with itself) or of one pixel (qc_mve_conv_1px_*), per block of 4 channels one
+  asm statement over the mve_pw4x2 stream (starts, weights, scales), requantized in vectors;
+- other CONV2D: 4 weight rows per input vector (qc_mve_dot_4rows_s8), the step requantizing each sum;
+- DEPTHWISE_CONV2D (multiplier 1, constant weights and bias, |bias| + taps 2^17 < 2^31): blocks of 16 channels in
+  registers over the taps, one call per run of interior pixels of an output row (qc_mve_dw_s8_*: int8 outputs of an
+  exact 32-bit requantization, requantized and narrowed in registers; qc_mve_dw_s32: int32 sums, stored as they
+  are or requantized by the step); other int8 depthwise: the portable loops with a vector tap (qc_mve_mla_s8).
+Besides: AVG_POOL2D window sums of int8 inputs in vectors (qc_mve_pool_sum_*), FUSED_ELEMENTWISE chains of exact
+requantizations, clamps and int32 additions 4 lanes at a time (qc_mve_ew_*), and every FUSED_CONV output stored by
+template C with the SMLAL requantization of runtime/cortex-m/qc_cm_rq.h where it is exact."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ... import primitives
+from ...ir.schedule import StepIO
+from ...primitives.fused import part_context, part_ios
+from ..conv import PATCH_LIMIT, ConvStep, Requantization, conv_step
+from ..cortex_m_dsp.choice import RQ_FILES, exact_s33, requant_store
+from ..generic import portable
+from ..names import ArrayNames
+from ..record import KernelChoice, RequantStore, step_array
+from . import layouts
+
+HEADER = ("mve/qc_mve.h",)
+# the convolutions and the depthwise int32 sums: static kernels of a header, specialized per step (their asm unrolled
+# over the row's chunks; the sums of a step's few channels); the int8 depthwise kernels: functions of qc_mve.c,
+# shared by the models of a firmware
+CONV_FILES = HEADER + ("mve/qc_mve_conv.h",)
+DW_FILES = HEADER + ("mve/qc_mve.c",)
+# measured: steps inlined into <name>_run share its registers with the kernels' asm, and spill
+STEP_ATTRIBUTES = "__attribute__((noinline))"
+INT8_RANGE = (-128, 127)
+
+
+def _dbl(rq: Requantization) -> int:
+    return 0 if rq.fn == "qc_scale32_single" else 1
+
+
+@dataclass(frozen=True)
+class ConvPixels:
+    """form "conv_px": fn (qc_mve_conv_2px_* for pixel pairs, or qc_mve_conv_1px_*) per pair or pixel, every output
+    channel requantized inside; the qc_mve_conv_params: rows, k, per_channel (the scales in the stream), dbl, and the
+    per-tensor multiplier and 31 - shift (0 when per channel), zp, lo, hi."""
+
+    fn: str
+    pairs: bool
+    pixels: int
+    rows: int
+    k: int
+    per_channel: bool
+    dbl: int
+    multiplier: int
+    s1: int
+    zp: int
+    lo: int
+    hi: int
+
+
+@dataclass(frozen=True)
+class DotRows:
+    """form "dot_4rows": qc_mve_dot_4rows_s8 per block of 4 weight rows of one pixel, the rows after the last block
+    by qc_mve_dot_s8; the step adds the bias, subtracts the zero-point terms (the array "zero_point_terms" when the
+    input zero point is not 0) and stores (requantized through the `requantize` hook)."""
+
+    rows: int
+    k: int
+
+
+@dataclass(frozen=True)
+class Depthwise:
+    """form "dw_s8" (qc_mve_dw_s8_*, the qc_mve_dw_params) or "dw_s32" (qc_mve_dw_s32, the qc_mve_dw_s32_params):
+    fn per run of interior pixels of an output row (runs) or per pixel (then int32 sums stored by the step,
+    requantized or not); n channels, taps; copies: pixels per vector of a run (fewer than 16 channels); zp, lo, hi:
+    the int8 requantization's."""
+
+    fn: str
+    runs: bool
+    n: int
+    taps: int
+    copies: int = 1
+    zp: int = 0
+    lo: int = 0
+    hi: int = 0
+
+
+@dataclass(frozen=True)
+class PoolSum:
+    """form "pool_sum": fn (qc_mve_pool_sum_s8_s16 / _s32, the sum type of templates/generic/avg_pool2d.c.j2)."""
+
+    fn: str
+
+
+@dataclass(frozen=True)
+class EwPart:
+    """One part of an element-wise chain: the C call fn(operands..., constants...) of 4 int32 lanes."""
+
+    fn: str
+    constants: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Elementwise:
+    """form "ew_vector": 4 elements a step, tail-predicated: the inputs loaded by `loads`, the parts in order, the
+    last one's value stored by `store`."""
+
+    loads: tuple[str, ...]
+    parts: tuple[EwPart, ...]
+    store: str
+
+
+def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoice:
+    op = io.step.op
+    if op == "AVG_POOL2D":
+        return _pool(io)
+    if op == "FUSED_ELEMENTWISE":
+        return _elementwise(io)
+    c = conv_step(io)
+    if c is None:
+        return portable(io)
+    if c.widened:  # (templates/generic/_window.c.j2 dot_hooks: the generic hooks render it)
+        return portable(io, "range analysis widened the step: int64 accumulators, saturated")
+    store = requant_store(c.rq)
+    extra = dict(requantize=store, files=RQ_FILES if store else ())
+    if c.op == "CONV2D":
+        return _conv(c, names, store) or portable(io, _why_not_conv(c), **extra)
+    return _depthwise(c, names, store) or _dw_mla(c, store) or portable(io, _why_not_depthwise(c), **extra)
+
+
+def _int8_rows(c: ConvStep) -> bool:
+    return c.int8 and c.wzp == 0 and c.k <= 65535
+
+
+def _why_not_conv(c: ConvStep) -> str:
+    if not c.channels_hook:
+        return f"window of {c.k} elements > {PATCH_LIMIT}: summed tap by tap"
+    if not _int8_rows(c):
+        return "not int8 x int8 with weight zero point 0 and rows of at most 65,535 elements"
+    return "non-constant weights with an input zero point"
+
+
+def _exact_vector(c: ConvStep) -> bool:
+    """The vector requantization of qc_mve_conv_* computes the step's outputs exactly."""
+    return c.rq is not None and exact_s33(c.rq) and c.y.dtype.ctype in ("int8_t", "int16_t")
+
+
+def _conv(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> KernelChoice | None:
+    if not (c.channels_hook and _int8_rows(c)):
+        return None
+    base = f"int8 x int8, weight zero point 0, rows of {c.k} elements"
+    if c.constant_weights and c.bias_abs_max is not None and c.rows >= 4 and _exact_vector(c):
+        return _conv_pixels(c, names, f"{base}, constant weights and bias, {c.rows} rows (>= 4), "
+                            f"{c.y.dtype.ctype} outputs of an exact 32-bit requantization (shifts >= 33), "
+                            f"{c.pixels} pixel{'s in pairs' if c.pixels >= 2 else ''}")
+    arrays = {}
+    if c.izp != 0:
+        if not c.constant_weights:
+            return None
+        terms = (c.izp * c.weight_rows().sum(axis=1)).astype(np.int32)
+        arrays["zero_point_terms"] = step_array(names, "izp_terms", terms)
+    reason = f"{base}, the step requantizes" if c.rq is not None else base
+    return KernelChoice("qc_mve_dot_4rows_s8", reason, "int8", "dot_4rows", arrays, DotRows(c.rows, c.k),
+                        requantize=store, files=CONV_FILES + (RQ_FILES if store else ()))
+
+
+def _conv_pixels(c: ConvStep, names: ArrayNames, reason: str) -> KernelChoice:
+    rq = c.rq
+    assert rq is not None
+    stream = layouts.mve_pw4x2(c.w.data, c.rows, c.bias_per_row(), c.izp, list(rq.multipliers), list(rq.shifts))
+    pairs = c.pixels >= 2
+    out = "s16" if c.y.dtype.ctype == "int16_t" else "s8"
+    fn = f"qc_mve_conv_{'2px' if pairs else '1px'}_{out}"
+    params = ConvPixels(fn, pairs, c.pixels, c.rows, c.k, rq.per_channel, _dbl(rq),
+                        0 if rq.per_channel else rq.multipliers[0], 0 if rq.per_channel else 31 - rq.shifts[0],
+                        rq.output_zp, rq.lo, rq.hi)
+    arrays = {"stream": step_array(names, "pw4x2", stream)}
+    return KernelChoice(fn, reason, "mve_pw4x2", "conv_px", arrays, params, frozenset({1, 2}),
+                        step_constants=False, files=CONV_FILES)
+
+
+def _why_not_depthwise(c: ConvStep) -> str:
+    return "not int8 x int8 with weight zero point 0 and multiplier 1"
+
+
+def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> KernelChoice | None:
+    bias = c.bias_abs_max
+    if not (c.int8 and c.wzp == 0 and c.m == 1 and c.taps <= 4096 and c.y.dtype.ctype != "int64_t"
+            and (c.rq is not None or c.y.dtype.ctype == "int32_t") and c.constant_weights and bias is not None
+            and bias + c.taps * 2 ** 17 < 2 ** 31):
+        return None
+    g = c.window
+    taps = c.weight_rows()
+    reason = (f"int8 x int8, weight zero point 0, multiplier 1, {c.taps} taps, constant weights and bias, "
+              f"|bias| + taps 2^17 < 2^31")
+    arrays = {}
+    if g["has_interior"]:
+        offsets = [(ky * g["dy"] * g["iw"] + kx * g["dx"]) * c.rows for ky in range(g["kh"]) for kx in range(g["kw"])]
+        arrays["taps"] = step_array(names, "tap_offsets", np.array(offsets, np.uint32), "uintptr_t")
+    rq = c.rq
+    if rq is not None and exact_s33(rq) and c.y.dtype.name == "i8":
+        copies = 16 // c.rows if c.rows < 16 and 16 % c.rows == 0 and g["sx"] == 1 else 1
+        arrays["w16"] = step_array(names, "dw_w16", layouts.mve_dw_w16(taps, c.rows, copies))
+        arrays["params"] = step_array(names, "dw_params", layouts.mve_dw_params(
+            taps, c.rows, c.bias_per_row(), c.izp, list(rq.multipliers), list(rq.shifts), rq.output_zp, rq.lo, rq.hi,
+            copies))
+        fn = f"qc_mve_dw_s8_{'double' if _dbl(rq) else 'single'}{'' if (rq.lo, rq.hi) == INT8_RANGE else '_clamp'}"
+        params = Depthwise(fn, True, c.rows, c.taps, copies, rq.output_zp, rq.lo, rq.hi)
+        return KernelChoice(fn, reason + ", int8 outputs of an exact 32-bit requantization (shifts >= 33)",
+                            "mve_dw_w16", "dw_s8", arrays, params, frozenset({1, 2}), step_constants=False,
+                            files=DW_FILES)
+    arrays["base"] = step_array(names, "dw_starts", layouts.mve_dw_starts(taps, c.rows, c.bias_per_row(),
+                                                                                      c.izp))
+    runs = rq is None
+    params = Depthwise("qc_mve_dw_s32", runs, c.rows, c.taps)
+    return KernelChoice("qc_mve_dw_s32", reason + (", int32 sums" if runs else ", requantized by the step"), "int8",
+                        "dw_s32", arrays, params, frozenset({2}), step_constants=not runs,
+                        requantize=None if runs else store, files=CONV_FILES + (RQ_FILES if store else ()))
+
+
+def _dw_mla(c: ConvStep, store: RequantStore | None) -> KernelChoice | None:
+    if not (c.int8 and c.wzp == 0 and c.m == 1):
+        return None
+    return KernelChoice("qc_mve_mla_s8", "int8 x int8, weight zero point 0, multiplier 1: the portable loops, a "
+                        "vector tap", requantize=store, form="dw_mla", files=HEADER + (RQ_FILES if store else ()))
+
+
+def _pool(io: StepIO) -> KernelChoice:
+    ctx = primitives.get("AVG_POOL2D").template_context(io)
+    if ctx["widened"] or io.ins[0].dtype.name != "i8":
+        return portable(io)
+    g = ctx["win"]
+    bits = 16 if g["kh"] * g["kw"] <= 255 else 32  # |sum| <= 128 taps: int16 up to 255 taps
+    fn = f"qc_mve_pool_sum_s8_s{bits}"
+    return KernelChoice(fn, f"int8 inputs, {g['kh'] * g['kw']} taps: int{bits} sums", form="pool_sum",
+                        params=PoolSum(fn), files=HEADER)
+
+
+_EW_TYPES = {"int8_t": "s8", "int16_t": "s16", "int32_t": "s32"}
+_EXACT_RESCALE_FNS = ("qc_scale32_single", "qc_scale32_double", "qc_scale32_double_gt31")
+
+
+def _pow2(m: int) -> int | None:
+    return m.bit_length() - 1 if 0 < m < 2 ** 31 and m & (m - 1) == 0 else None
+
+
+def _ew_part(part: StepIO) -> EwPart | None:
+    """The vector form of one part of a FUSED_ELEMENTWISE chain, or None when it has none (exact forms only)."""
+    ctx = part_context(part)
+    op = ctx["op"]
+    if op == "CLAMP":
+        return EwPart("qc_mve_ew_clamp", (ctx["lo"], ctx["hi"]))
+    if op in ("ADD", "SUB"):
+        return EwPart(f"qc_mve_ew_{op.lower()}") if ctx["out_ctype"] == "int32_t" else None
+    if op != "RESCALE":
+        return None
+    rq = ctx["rq"]
+    m, s, zp = int(rq["multiplier"]), int(rq["shift"]), int(rq["output_zp"])
+    if not (rq["scale32"] and not rq["per_channel"] and m >= 0 and -65536 < zp < 65536
+            and rq["fn"] in _EXACT_RESCALE_FNS):
+        return None
+    if 32 <= s <= 62:
+        return EwPart("qc_mve_ew_rescale32", (rq["input_zp"], m, 31 - s, zp, 0 if rq["fn"] == "qc_scale32_single"
+                                              else 1, rq["lo"], rq["hi"]))
+    k = _pow2(m)
+    if s >= 2 and k is not None:
+        return EwPart("qc_mve_ew_rescale_pow2", (rq["input_zp"], k - s, zp, rq["lo"], rq["hi"]))
+    return None
+
+
+def _elementwise(io: StepIO) -> KernelChoice:
+    if not (io.outs[0].dtype.ctype in _EW_TYPES and all(
+            b.dtype.ctype in _EW_TYPES and b.dtype.name.startswith("i") and not b.dtype.is_packed for b in io.ins)):
+        return portable(io, "operands not all signed 8, 16 or 32-bit integers")
+    parts = [_ew_part(p) for p in part_ios(io)]
+    if any(p is None for p in parts):
+        return portable(io, "a part without an exact vector form (RESCALE: per tensor, 32-bit scale, shifts 32..62 "
+                        "or a power-of-two multiplier; CLAMP; int32 ADD, SUB)")
+    params = Elementwise(tuple(f"qc_mve_ew_load_{_EW_TYPES[b.dtype.ctype]}" for b in io.ins),
+                         tuple(p for p in parts if p is not None),
+                         f"qc_mve_ew_store_{_EW_TYPES[io.outs[0].dtype.ctype]}")
+    return KernelChoice("qc_mve_ew", "exact vector forms of every part, 4 lanes, tail-predicated", form="ew_vector",
+                        params=params, files=HEADER)

@@ -1,0 +1,182 @@
+"""The Cortex-M55 Helium (MVE) kernels of runtime/mve on their own: one bare-metal program (cross-compiled with the
+cortex-m55 target's flags, run under qemu-system-arm with semihosting) calls every kernel family and variant on
+seeded random and extreme operands; its results must equal the numpy primitives (CONV2D, DEPTHWISE_CONV2D,
+RESCALE) on the same values, element for element. The weights and constants are laid out by the family's own
+layouts (qcodegen/kernels/mve/layouts.py), so the layouts are checked with the kernels."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from qcodegen.codegen import generate, load_target
+from qcodegen.kernel_testing import I32, KernelProgram, conv_accumulators, depthwise_accumulators, rescale
+from qcodegen.kernels.mve import layouts
+from qcodegen.resources import data_path
+from qcodegen.testing import Var, prepare, step_schedule
+from qcodegen.verify.build import compile_cached
+from qcodegen.verify.runners import SemihostingRunner, content_addressed, unavailable
+
+TARGET = load_target("cortex-m55")
+ROUNDINGS = ("single_round", "double_round")  # the kernels' dbl 0, 1
+FILES = ("qc_mve.h", "qc_mve_conv.h", "qc_mve.c")
+
+
+class Program(KernelProgram):
+    """The checks calling the MVE kernels, each in a function of its own (like a generated step: the kernels' asm
+    needs up to 11 core registers, which main() with every check inlined does not leave)."""
+
+    def __init__(self) -> None:
+        super().__init__(("qc_mve_conv.h",))
+
+    def source(self) -> str:
+        cases = [f"static __attribute__((noinline)) void qc_case{i}(void) {body}" for i, body in enumerate(self.body)]
+        calls = "\n".join(f"  qc_case{i}();" for i in range(len(self.body)))
+        return super().source().replace("\n".join(self.body), calls).replace("int main(", "\n".join(cases) +
+                                                                          "\nint main(", 1)
+
+    def run(self, workdir: Path) -> np.ndarray:
+        """Build the program with the kernels (qc_mve.c compiled once, cached by content), the target's start-up code
+        and linker script; run it under qemu-system-arm."""
+        tiny = step_schedule("RESCALE", [Var((1,), "i8")], [((1,), "i8")], multiplier=[1 << 30], shift=[31],
+                             input_zp=0, output_zp=0, scale32=True, rounding="single_round")
+        generate(prepare(tiny), workdir, TARGET, harness=True)  # qc_cortex_m_startup.c, qc_cortex_m.ld
+        for name in FILES:
+            (workdir / name).write_bytes((data_path("runtime") / "mve" / name).read_bytes())
+        (workdir / "kernels_test.c").write_text(self.source())
+        headers = [workdir / h for h in FILES if h.endswith(".h")]
+        kernels = compile_cached([workdir / "qc_mve.c"], [TARGET.cc, *TARGET.cflags, "-c"], ".o", headers=headers)
+        ldflags = [content_addressed(workdir / f) if f == "qc_cortex_m.ld" else f for f in TARGET.ldflags]
+        exe = compile_cached([workdir / "kernels_test.c", workdir / "qc_cortex_m_startup.c"],
+                             [TARGET.cc, *TARGET.cflags], ".exe", [str(kernels), *ldflags])
+        out = workdir / "out.bin"
+        cmd = SemihostingRunner(TARGET).command(list(TARGET.emulator), exe, [str(out)])
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, proc.stderr[-1000:]
+        return np.frombuffer(out.read_bytes(), "<i4").astype(I32)
+
+
+def _scales(rng: np.random.Generator, channels: int, per_channel: bool) -> tuple[list[int], list[int]]:
+    """Shifts 33..36 (the kernels are exact from 32; there the double rounding's 2^30 is 1/8 .. 1/64 of the rounding
+    step, so that it changes many results) with multipliers in [2^19, 2^22), which bring accumulators of up to ~2^21
+    inside and around int8; the first channel's multiplier 2^31 - 1 (saturating)."""
+    n = channels if per_channel else 1
+    mults = [int(v) for v in rng.integers(1 << 19, 1 << 22, n)]
+    mults[0] = (1 << 31) - 1
+    return mults, [int(v) for v in rng.integers(33, 37, n)]
+
+
+def _dot_cases(prog: Program, rng: np.random.Generator) -> None:
+    """qc_mve_dot_s8 and qc_mve_dot_4rows_s8 over whole and partial 16-byte chunks, extreme and random values."""
+    for k in (1, 3, 15, 16, 17, 40, 1000):
+        x = rng.integers(-128, 128, (2, k))
+        w = rng.integers(-128, 128, (4, k))
+        x[0, :], w[0, :], w[1, :] = -128, -128, 127
+        xs, ws = prog.array("int8_t", x), prog.array("int8_t", w)
+        sums = (x[:, None, :] * w[None, :, :]).sum(axis=2)  # [pixel, row]
+        prog.check(f"  int32_t r[1] = {{qc_mve_dot_s8({xs}, {ws} + {k}, {k})}};", "r", sums[0, 1:2])
+        prog.check(f"  int32_t r[4]; qc_mve_dot_4rows_s8({xs} + {k}, {ws}, {k}, r);", "r", sums[1])
+
+
+def _conv_cases(prog: Program, rng: np.random.Generator) -> None:
+    """qc_mve_conv_{1px,2px}_{s8,s16}: rows within one chunk, whole chunks, a tail chunk, the looped long rows;
+    whole blocks of 4 rows and a last partial block; per-tensor and per-channel scales, both roundings, clamps;
+    a pair, and a last odd pixel paired with itself."""
+    shapes = [(3, 6), (16, 4), (17, 13), (40, 8), (135, 5), (264, 4)]
+    for i, (k, rows) in enumerate(shapes):
+        for out16 in (0, 1):
+            pc, dbl, clamp = i % 2, (i + out16) % 2, (i // 2 + out16) % 2
+            izp, zp = int(rng.integers(-128, 128)), int(rng.integers(-128, 128))
+            full = (-32768, 32767) if out16 else (-128, 127)
+            lo, hi = ((-3000, 9000) if out16 else (-60, 70)) if clamp else full
+            x = rng.integers(-128, 128, (3, k))
+            x[0] = -128
+            w = rng.integers(-128, 128, (rows, k))
+            w[0] = 127
+            bias = rng.integers(-(1 << 20), 1 << 20, rows)
+            mults, shifts = _scales(rng, rows, bool(pc))
+            if out16:
+                mults = [min(m << 7, (1 << 31) - 1) for m in mults]
+            acc = conv_accumulators(x, w, bias, izp)
+            expected = rescale(acc, mults, shifts, ROUNDINGS[dbl], zp, lo, hi, "i16" if out16 else "i8")
+            stream = prog.array("int32_t", layouts.mve_pw4x2(w, rows, bias, izp, mults, shifts))
+            m, s1 = (0, 0) if pc else (mults[0], 31 - shifts[0])
+            ctype, suffix = ("int16_t", "s16") if out16 else ("int8_t", "s8")
+            params = (f"  const qc_mve_conv_params P = {{{stream}, {rows}, {k}, {pc}, {dbl}, {m}, {s1}, {zp}, {lo}, "
+                      f"{hi}}};\n  {ctype} y[{3 * rows}];\n")
+            xs = prog.array("int8_t", x)
+            # one call a function, as in a step (the asm needs 11 core registers); the last pixel paired with itself
+            # through a pointer the compiler does not see as the same (as the call site's select)
+            prog.check(params + f"  qc_mve_conv_2px_{suffix}(&P, {xs}, {xs} + {k}, y, {rows});", "y", expected[:2])
+            prog.check(params + f"  const int8_t *volatile x2 = {xs} + {2 * k};\n"
+                       f"  qc_mve_conv_2px_{suffix}(&P, x2, {xs} + {2 * k}, y, 0);", "y", expected[2])
+            prog.check(params + f"  qc_mve_conv_1px_{suffix}(&P, {xs} + {k}, y);", "y", expected[1])
+
+
+def _dw_cases(prog: Program, rng: np.random.Generator) -> None:
+    """qc_mve_dw_s8_* (both roundings, with and without a clamp) and qc_mve_dw_s32: a run of the pixels of an output
+    row (tap offsets from the first pixel's window) and single pixels over a table of the taps' addresses; one and
+    several blocks of 16 channels (3x3: the 9 pointers in registers from 2 blocks on), a last partial block, fewer
+    than 16 channels with several pixels per vector (copies), 3x3 at stride 1 and 1x2 at stride 2."""
+    shapes = [(16, (3, 3), 1), (40, (3, 3), 1), (19, (1, 2), 2), (8, (3, 3), 1), (4, (3, 3), 1), (2, (1, 2), 1)]
+    variants = [(dbl, clamp) for dbl in (0, 1) for clamp in (0, 1)] + [(None, 0)]
+    for i, (c, (kh, kw), stride) in enumerate(shapes):
+        for j, (dbl, clamp) in enumerate(variants):
+            izp, zp = int(rng.integers(-128, 128)), int(rng.integers(-128, 128))
+            lo, hi = (-90, 40) if clamp else (-128, 127)
+            x = rng.integers(-128, 128, (1, kh + stride, 9 * stride + kw, c))
+            x[0, 0] = 127
+            w = rng.integers(-128, 128, (kh, kw, c))
+            bias = rng.integers(-(1 << 20), 1 << 20, c)
+            acc = depthwise_accumulators(x, w, bias, izp, (stride, stride))[0, 0]  # the first output row, [pixels, c]
+            pixels = acc.shape[0]
+            taps = w.reshape(kh * kw, c).astype(I32)
+            offsets = [(ky * x.shape[2] + kx) * c for ky in range(kh) for kx in range(kw)]
+            tab, xs = prog.array("uintptr_t", offsets), prog.array("int8_t", x)
+            one = (i + j) % pixels
+            addresses = "".join(f"  t[{t}] = (uintptr_t)({xs} + {one * stride * c} + {off});\n"
+                                for t, off in enumerate(offsets))
+            if dbl is None:
+                base = prog.array("int32_t", layouts.mve_dw_starts(taps, c, bias, izp))
+                params = (f"  const qc_mve_dw_s32_params P = {{{prog.array('int8_t', taps)}, {base}, {c}, {kh * kw}}};"
+                          f"\n  int32_t y[{pixels * c}];\n")
+                fn, expected = "qc_mve_dw_s32", acc
+            else:
+                copies = 16 // c if c < 16 and 16 % c == 0 and stride == 1 else 1
+                mults, shifts = _scales(rng, c, j % 2 == 0)
+                pr = layouts.mve_dw_params(taps, c, bias, izp, mults, shifts, zp, lo, hi, copies)
+                w16 = layouts.mve_dw_w16(taps, c, copies)
+                params = (f"  const qc_mve_dw_params P = {{{prog.array('int8_t', w16)}, {prog.array('int32_t', pr)}, "
+                          f"{c}, {kh * kw}, {copies}, {zp}, {lo}, {hi}}};\n  int8_t y[{pixels * c}];\n")
+                fn = f"qc_mve_dw_s8_{'double' if dbl else 'single'}{'_clamp' if clamp else ''}"
+                expected = rescale(acc, mults, shifts, ROUNDINGS[dbl], zp, lo, hi)
+            prog.check(params + f"  {fn}(&P, {tab}, {xs}, y, {pixels}, {stride * c});", "y", expected)
+            prog.check(params + f"  uintptr_t t[{kh * kw}];\n{addresses}  {fn}(&P, t, NULL, y, 1, 0);", "y",
+                       expected[one])
+
+
+def _mla_cases(prog: Program, rng: np.random.Generator) -> None:
+    """qc_mve_mla_s8: one tap of the portable depthwise loops, whole groups of 4 and a predicated tail."""
+    for n in (4, 7, 33):
+        x, w = rng.integers(-128, 128, n), rng.integers(-128, 128, n)
+        start = rng.integers(-(1 << 24), 1 << 24, n)
+        izp = int(rng.integers(-128, 128))
+        acc = prog.array("int32_t", start, const=False)
+        prog.check(f"  qc_mve_mla_s8({acc}, {prog.array('int8_t', x)}, {prog.array('int8_t', w)}, {n}, {izp});", acc,
+                   start + (x - izp) * w)
+
+
+def test_kernels_against_the_numpy_primitives(tmp_path):
+    reason = unavailable(TARGET)
+    if reason:
+        pytest.skip(f"cortex-m55: {reason}")
+    prog = Program()
+    rng = np.random.default_rng(55)
+    _dot_cases(prog, rng)
+    _conv_cases(prog, rng)
+    _dw_cases(prog, rng)
+    _mla_cases(prog, rng)
+    assert prog.mismatches(prog.run(tmp_path)) == ""
