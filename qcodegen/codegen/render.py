@@ -21,7 +21,7 @@ from .. import primitives
 from ..errors import QcError
 from ..ir.dtypes import DType
 from ..ir.schedule import CONST, INPUT, OUTPUT, STATE, TEMP, Buffer, Schedule
-from ..kernels import KernelPlan, legacy, pack4, plan_kernels, with_arrays
+from ..kernels import KernelPlan, pack4, plan_kernels
 from ..kernels.conv import PATCH_LIMIT
 from ..kernels.names import ArrayNames, c_identifier
 from ..kernels.record import ConstArray, const_array, step_array
@@ -162,7 +162,7 @@ class GeneratedModel:
 @dataclass
 class RenderedModel:
     """The files of a generated model, not yet written: texts by file name, runtime files to copy (file name ->
-    source path), and the plan they were rendered from (after the legacy adapter, what was written)."""
+    source path), and the plan they were rendered from."""
 
     name: str
     texts: dict[str, str]
@@ -207,12 +207,6 @@ def _harness_texts(env: jinja2.Environment, target: Target, ctx: dict) -> tuple[
     return texts, copies
 
 
-def _hook(env: jinja2.Environment, macro: str) -> str:
-    """The text of a legacy family's `_dot.c.j2` hook without arguments (prelude, step_attributes), "" if absent."""
-    source = f'{{% import "_dot.c.j2" as dots %}}{{{{ dots.{macro}() if dots.{macro} is defined else "" }}}}'
-    return env.from_string(source).render().strip()
-
-
 def render_model(schedule: Schedule, target: Target, name: str | None = None, harness: bool = False,
                  profiling: bool = False) -> RenderedModel:
     """The model's files as texts, rendered from its kernel plan. `profiling`: every step function stays a function
@@ -227,7 +221,6 @@ def render_model(schedule: Schedule, target: Target, name: str | None = None, ha
             raise QcError(f"output {out!r} is not computed by any step")
     plan = plan_kernels(schedule, target, name)
     names = ArrayNames(name)
-    relayout = legacy.Relayout(names) if plan.family == "legacy" else None
 
     api_in = [bufs[n] for n in schedule.inputs]
     api_out = [bufs[n] for n in schedule.outputs]
@@ -249,7 +242,7 @@ def render_model(schedule: Schedule, target: Target, name: str | None = None, ha
             return f"({buf.dtype.ctype} *)(void *)(arena_bytes + {buf.offset})"
         return c_names[buf.name]
 
-    steps, unread = [], {}
+    steps = []
     for sk, (k, step) in zip(plan.steps, execution_order(schedule), strict=True):
         prim = primitives.get(step.op)
         io = schedule.io(step)
@@ -258,31 +251,19 @@ def render_model(schedule: Schedule, target: Target, name: str | None = None, ha
         outs = [Operand(f"out{i}", b) for i, b in enumerate(io.outs)]
         context = dict(step=step, ins=ins, outs=outs, consts=consts, ctx=prim.template_context(io), index=k,
                        kernel=sk.choice)
-        if relayout is not None:
-            context["relayout"] = relayout
-            relayout.step = k
         body = env.get_template(prim.template).render(**context)
-        if relayout is not None:
-            unread[k] = legacy.unread_operands(body, io.ins, [o.name for o in ins])
-            voids = sorted({ins[i].name for i in unread[k]} - legacy.voided(body))
-        else:
-            unread[k] = sk.choice.unread
-            voids = [ins[i].name for i in sorted(unread[k])]
+        unread = sk.choice.unread
+        voids = [ins[i].name for i in sorted(unread)]
         params = [f"const {o.ctype} *{o.name}" for o in ins] + [f"{o.ctype} *{o.name}" for o in outs]
-        args = ["NULL" if i in unread[k] else pointer(b) for i, b in enumerate(io.ins)]
+        args = ["NULL" if i in unread else pointer(b) for i, b in enumerate(io.ins)]
         body = "".join(f"(void){n};\n" for n in voids) + body
         steps.append(dict(
             index=k, step=step, fn=f"{name}_step{k}", params=", ".join(params), body=body.rstrip(),
             args=", ".join(args + [pointer(b) for b in io.outs]), kernel=sk.choice,
             outputs=[(pointer(b), b.size * b.dtype.container_bytes) for b in io.outs],
         ))
-    if relayout is not None:
-        code = "\n".join(f"{s['body']}\n{s['args']}" for s in steps)
-        plan = with_arrays(legacy.finish(plan, unread, relayout), schedule, name, keep=legacy.named(code))
-        prelude, attributes = _hook(env, "prelude"), _hook(env, "step_attributes")
-    else:
-        prelude = "".join(f'#include "{h}"\n' for h in plan.headers)
-        attributes = plan.attributes
+    prelude = "".join(f'#include "{h}"\n' for h in plan.headers)
+    attributes = plan.attributes
     state_ctx = None
     if layout:
         state_ctx, state_arrays = _state_context(schedule, layout, name, pointer)

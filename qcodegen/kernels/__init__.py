@@ -6,8 +6,7 @@ the plan; `qcodegen inspect -t TARGET` shows it; the reports count its arrays.
 A target names its kernel family in its TOML (`kernels = "cortex-m-dsp"`): the package qcodegen/kernels/<family>/
 (dashes as underscores; found by that name, registered nowhere) exports `choose(io, index, names, layout) ->
 KernelChoice`, STEP_ATTRIBUTES and LAYOUTS, its weight layouts beside it; runtime/<isa>/ holds its C kernels,
-templates/<isa>/ the call sites. A target without the key runs the portable loops (generic) or, when it has
-template overrides, the transitional legacy adapter (legacy.py)."""
+templates/<isa>/ the call sites. A target without the key runs the portable loops (generic)."""
 
 from __future__ import annotations
 
@@ -22,7 +21,6 @@ from .. import primitives
 from ..errors import QcError
 from ..ir.schedule import CONST, Schedule
 from ..plan.fuse import execution_order
-from . import legacy
 from .names import ArrayNames
 from .record import ConstArray, KernelChoice, KernelPlan, StepKernel, const_array, step_array
 
@@ -33,10 +31,13 @@ WEIGHT_LAYOUTS = ("compact", "fast")
 
 def family_of(target) -> str:
     """The kernel family of a target (codegen.targets.Target): its `kernels` key, else "generic" for a target that
-    only has the portable templates, else "legacy"."""
+    only has the portable templates."""
     name = target.extra.get("kernels")
     if name is None:
-        return "generic" if all(t == "generic" for t in target.templates) else "legacy"
+        if any(t != "generic" for t in target.templates):
+            raise QcError(f"target {target.name!r}: its templates ({', '.join(target.templates)}) are the call sites "
+                          "of a kernel family, which its TOML must name (kernels = \"<family>\"; docs/targets.md)")
+        return "generic"
     family(name, target.name)
     return name
 
@@ -44,7 +45,7 @@ def family_of(target) -> str:
 def family(name: str, target: str = "") -> ModuleType:
     """The choice module of kernel family `name` (qcodegen/kernels/<name>, dashes as underscores)."""
     module = f"{__name__}.{name.replace('-', '_')}"
-    if name == "legacy" or importlib.util.find_spec(module) is None:
+    if importlib.util.find_spec(module) is None:
         raise QcError(f"target {target!r}: unknown kernel family {name!r} (no qcodegen/kernels/"
                       f"{name.replace('-', '_')})")
     return importlib.import_module(module)
@@ -52,8 +53,7 @@ def family(name: str, target: str = "") -> ModuleType:
 
 def layouts_of(target) -> tuple[str, ...]:
     """The weight layouts that change the target's kernels (compact alone where fast changes nothing)."""
-    name = family_of(target)
-    return ("compact",) if name == "legacy" else getattr(family(name), "LAYOUTS", ("compact",))
+    return getattr(family(family_of(target)), "LAYOUTS", ("compact",))
 
 
 def weight_layout(target) -> str:
@@ -68,20 +68,18 @@ def plan_kernels(schedule: Schedule, target, prefix: str) -> KernelPlan:
     prefix `prefix`."""
     layout, name = weight_layout(target), family_of(target)
     names = ArrayNames(prefix)
-    choose = legacy.chooser(target) if name == "legacy" else family(name).choose
+    choose = family(name).choose
     steps = [StepKernel(k, step.op, step.source, choose(schedule.io(step), k, names, layout))
              for k, step in execution_order(schedule)]
     files = tuple(dict.fromkeys(f for s in steps for f in s.choice.files))
-    if name == "legacy":
-        files = tuple(target.extra.get("kernel_files", ()))
-    attributes = "" if name == "legacy" else family(name).STEP_ATTRIBUTES
+    attributes = family(name).STEP_ATTRIBUTES
     return with_arrays(KernelPlan(name, layout, steps, [], files, attributes), schedule, prefix)
 
 
-def with_arrays(plan: KernelPlan, schedule: Schedule, prefix: str, keep: set[str] | None = None) -> KernelPlan:
+def with_arrays(plan: KernelPlan, schedule: Schedule, prefix: str) -> KernelPlan:
     """The plan with its arrays: every array its steps read (the schedule's constants that a step reads, 4-bit data
     packed; the steps' own constants, Primitive.constants; the arrays of their kernels), each once, the schedule's
-    constants first; and each step's names of them. `keep`: only the arrays of these names (legacy.py)."""
+    constants first; and each step's names of them."""
     names = ArrayNames(prefix)
     consts: dict[str, ConstArray] = {}
     others: dict[str, ConstArray] = {}
@@ -100,10 +98,10 @@ def with_arrays(plan: KernelPlan, schedule: Schedule, prefix: str, keep: set[str
         for array in [*own, *s.choice.arrays.values()]:
             others.setdefault(array.name, array)
         mine = [names.const(b.name) for b in read] + [a.name for a in [*own, *s.choice.arrays.values()]]
-        steps.append(dataclasses.replace(s, arrays=tuple(n for n in dict.fromkeys(mine) if keep is None or n in keep)))
+        steps.append(dataclasses.replace(s, arrays=tuple(dict.fromkeys(mine))))
     order = [b for b in schedule.buffers if names.const(b) in consts]  # the schedule's order
     found = [consts[names.const(b)] for b in order] + list(others.values())
-    return dataclasses.replace(plan, steps=steps, arrays=[a for a in found if keep is None or a.name in keep])
+    return dataclasses.replace(plan, steps=steps, arrays=found)
 
 
 def _io(schedule: Schedule, s: StepKernel):

@@ -115,10 +115,8 @@ class StepKernel:
 class KernelPlan:
     """The kernel choices of a schedule on a target with a weight layout, and every constant array of the model.
 
-    family: the target's kernel family (qcodegen/kernels/<family>, or "legacy" for a family whose kernels and
-        choices are still in its templates); files: the runtime files to copy into the output folder; headers:
-        those model.c includes; attributes: C attributes of every step function; prelude: file-level C of model.c
-        (the legacy families' `prelude` hook)."""
+    family: the target's kernel family (qcodegen/kernels/<family>); files: the runtime files to copy into the
+        output folder; headers: those model.c includes; attributes: C attributes of every step function."""
 
     family: str
     layout: str
@@ -126,7 +124,6 @@ class KernelPlan:
     arrays: list[ConstArray]
     files: tuple[str, ...] = ()
     attributes: str = ""
-    prelude: str = ""
 
     @property
     def headers(self) -> tuple[str, ...]:
