@@ -4,7 +4,6 @@ reports' byte counts against the arrays actually written, on every target and we
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import shutil
@@ -17,7 +16,6 @@ import pytest
 from qcodegen.cli import main
 from qcodegen.codegen import generate, list_targets, load_target
 from qcodegen.compiler import plan
-from qcodegen.errors import QcError
 from qcodegen.frontends import load_model
 from qcodegen.ir.schedule import Schedule
 from qcodegen.kernel_testing import conv_schedule as _conv
@@ -237,10 +235,3 @@ def test_two_models_in_one_folder_share_the_kernel_files(tmp_path):
     for name in files["kws_like"]:
         assert (tmp_path / name).read_bytes() == (ROOT / "runtime" / "cortex-m" / name).read_bytes()
 
-
-def test_template_overrides_need_a_kernel_family():
-    """A target whose templates override the portable ones names the family that chooses their kernels."""
-    target = load_target("x86-avx2")
-    bare = dataclasses.replace(target, extra={k: v for k, v in target.extra.items() if k != "kernels"})
-    with pytest.raises(QcError, match="x86-avx2.*must name"):
-        plan_kernels(plan(load_model(KWS)), bare, "kws")

@@ -30,13 +30,10 @@ WEIGHT_LAYOUTS = ("compact", "fast")
 
 
 def family_of(target) -> str:
-    """The kernel family of a target (codegen.targets.Target): its `kernels` key, else "generic" for a target that
-    only has the portable templates."""
+    """The kernel family of a target (codegen.targets.Target): its `kernels` key, else "generic" (the portable
+    kernel choices; template overrides then change only the portable C)."""
     name = target.extra.get("kernels")
     if name is None:
-        if any(t != "generic" for t in target.templates):
-            raise QcError(f"target {target.name!r}: its templates ({', '.join(target.templates)}) are the call sites "
-                          "of a kernel family, which its TOML must name (kernels = \"<family>\"; docs/targets.md)")
         return "generic"
     family(name, target.name)
     return name
