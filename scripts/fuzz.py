@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import os
 import random
@@ -269,6 +270,91 @@ def mutate_mlir(rng: random.Random, data: bytes, others: list[bytes]) -> bytes:
     return b"".join(tokens)
 
 
+_ONNX_INTS = (-(2**63), -(2**31) - 1, -2, -1, 0, 1, 2, 3, 4, 7, 255, 256, 2**15, 2**31 - 1, 2**31, 2**40, 2**63 - 1)
+
+
+def _onnx_edit(rng: random.Random, model: object) -> None:
+    """One structural edit of an onnx ModelProto in place: a dimension, an attribute, an element type, a node's
+    input or output name, a node deleted, duplicated or moved, initializer data cut or grown, the opset."""
+    g = model.graph  # type: ignore[attr-defined]
+    nodes, inits = g.node, g.initializer
+    values = list(g.input) + list(g.output) + list(g.value_info)
+    kind = rng.randrange(11)
+    if kind == 0 and inits:  # an initializer's dimensions
+        t = rng.choice(inits)
+        if t.dims and rng.random() < 0.7:
+            t.dims[rng.randrange(len(t.dims))] = rng.choice(_ONNX_INTS)
+        else:
+            t.dims.append(rng.choice((1, 2, 0, 2**31)))
+    elif kind == 1 and values:  # a graph input's or output's dimensions
+        dims = rng.choice(values).type.tensor_type.shape.dim
+        if len(dims):
+            dims[rng.randrange(len(dims))].dim_value = rng.choice(_ONNX_INTS[:-1])
+    elif kind == 2 and nodes:  # an attribute value
+        attrs = [a for n in nodes for a in n.attribute]
+        if attrs:
+            a = rng.choice(attrs)
+            if len(a.ints):
+                a.ints[rng.randrange(len(a.ints))] = rng.choice(_ONNX_INTS)
+            elif len(a.floats):
+                a.floats[rng.randrange(len(a.floats))] = rng.choice((0.0, -1.0, 1e30, float("nan"), float("inf")))
+            else:
+                a.i = rng.choice(_ONNX_INTS)
+                a.f = rng.choice((0.0, -1.0, 1e-30, 1e30, float("nan")))
+                a.type = rng.choice((a.type, a.type, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 14))
+    elif kind == 3 and (inits or values):  # an element type
+        target = rng.choice(list(inits) + values)
+        elem = rng.choice((0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 16, 21, 22, 26, 99))
+        if hasattr(target, "data_type"):
+            target.data_type = elem
+        else:
+            target.type.tensor_type.elem_type = elem
+    elif kind == 4 and nodes:  # a name: cross references between nodes, initializers and graph values
+        n = rng.choice(nodes)
+        names = [x for m in nodes for x in list(m.input) + list(m.output)] + [t.name for t in inits]
+        field_ = n.input if (rng.random() < 0.7 and len(n.input)) or not len(n.output) else n.output
+        if len(field_):
+            field_[rng.randrange(len(field_))] = rng.choice(names + ["", "x" * 500, "\u202e"])
+    elif kind == 5 and nodes:
+        del nodes[rng.randrange(len(nodes))]
+    elif kind == 6 and nodes:
+        nodes.add().CopyFrom(rng.choice(nodes))
+    elif kind == 7 and len(nodes) > 1:  # a node moved (topological order)
+        i, j = rng.randrange(len(nodes)), rng.randrange(len(nodes))
+        a, b = type(nodes[i])(), type(nodes[j])()
+        a.CopyFrom(nodes[i])
+        b.CopyFrom(nodes[j])
+        nodes[i].CopyFrom(b)
+        nodes[j].CopyFrom(a)
+    elif kind == 8 and inits:  # initializer data cut, grown or moved to another field
+        t = rng.choice(inits)
+        if t.raw_data and rng.random() < 0.7:
+            t.raw_data = t.raw_data[:rng.randrange(len(t.raw_data) + 1)] if rng.random() < 0.5 else \
+                t.raw_data + bytes(rng.randrange(1, 64))
+        else:
+            t.int64_data.extend([rng.choice(_ONNX_INTS)] * rng.randint(1, 4))
+    elif kind == 9 and nodes:  # the operator
+        n = rng.choice(nodes)
+        n.op_type = rng.choice([m.op_type for m in nodes] + ["Loop", "If", "Constant", "Reshape", "Expand", "",
+                                                             "QLinearConv", "ConstantOfShape", "Tile"])
+        if rng.random() < 0.2:
+            n.domain = rng.choice(("", "com.microsoft", "ai.onnx.ml", "x"))
+    else:
+        model.opset_import[0].version = rng.choice((1, 9, 10, 13, 17, 21, 25, 26, 2**31))  # type: ignore[attr-defined]
+
+
+def mutate_onnx(rng: random.Random, data: bytes, others: list[bytes]) -> bytes:
+    """1-3 structural edits of the protobuf (`_onnx_edit`); one case in eight also gets a byte-level edit."""
+    import onnx
+
+    model = onnx.ModelProto()
+    model.ParseFromString(data)
+    for _ in range(rng.choice((1, 1, 1, 2, 3))):
+        _onnx_edit(rng, model)
+    raw = model.SerializeToString()
+    return mutate_bytes(rng, raw, others) if rng.random() < 0.125 else raw
+
+
 def mixed(*mutators: Mutator) -> Mutator:
     """One of `mutators`, chosen per case."""
     def mutate(rng: random.Random, data: bytes, others: list[bytes]) -> bytes:
@@ -395,6 +481,33 @@ def tosa_mlir_seeds(shared: Path, quick: bool, work: Path) -> list[Path]:
     return seeds
 
 
+def onnx_seeds(shared: Path, quick: bool, work: Path) -> list[Path]:
+    """Small QOperator models of bench/onnx_models.py (quantized by onnxruntime: Conv, depthwise Conv, MatMul,
+    Add, global average pool, Softmax; int8 and uint8 activations, per tensor and per channel)."""
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime.quantization  # noqa: F401
+    except ImportError:
+        raise Unavailable("ONNX seeds are quantized with onnxruntime (pip install '.[onnx,oracles]')") from None
+    from bench import onnx_models as m
+
+    variants = [("ds_cnn", m.ds_cnn(4, 1, 12), False, "int8"), ("resnet8", m.resnet8(8, (4, 4, 4)), True, "uint8"),
+                ("autoencoder", m.autoencoder(16, 8, 4, 1), False, "uint8"),
+                ("mobilenet", m.mobilenet_v1(16, 2), True, "int8")]
+    if not quick:
+        variants += [("ds_cnn_u8", m.ds_cnn(8, 2, 20), True, "uint8"),
+                     ("resnet8_i8", m.resnet8(12, (8, 8, 8)), False, "int8"),
+                     ("autoencoder_pc", m.autoencoder(32, 16, 4, 2), True, "int8"),
+                     ("mobilenet_u8", m.mobilenet_v1(24, 4), False, "uint8")]
+    folder = work / "onnx-seeds"
+    folder.mkdir(parents=True, exist_ok=True)
+    seeds = []
+    logging.getLogger().setLevel(logging.ERROR)  # (quantize_static's advice on the QDQ format)
+    for name, float_model, per_channel, activations in variants:
+        seeds.append(folder / f"{name}.onnx")
+        seeds[-1].write_bytes(m.quantize(float_model, per_channel, activations, samples=2))
+    return seeds
+
 @dataclass(frozen=True)
 class Importer:
     name: str
@@ -409,6 +522,7 @@ IMPORTERS = (
     Importer("tosa-mlir", ".mlir", tosa_mlir_seeds, mutate_mlir),
     Importer("stablehlo", ".mlir", stablehlo_seeds, mutate_mlir),
     Importer("json", ".json", json_seeds, mutate_json),
+    Importer("onnx", ".onnx", onnx_seeds, mixed(mutate_onnx, mutate_onnx, mutate_onnx, mutate_bytes)),
 )
 
 
