@@ -30,11 +30,15 @@ programs) and `examples/`. TOSA seeds are the lowered schedules of those models 
 (qcodegen.verify.tosa_export, needs tosa-tools' serializer); TOSA MLIR seeds are those files printed by
 `tosa-opt --tosa-deserialize`. Every seed is compiled once unmutated; seeds that do not compile are left out.
 
-Adding an importer (ONNX, ...): write a seed function `(shared: Path, quick: bool, work: Path) -> list[Path]` (an
-empty list, or raise `Unavailable("why")`, when a tool is missing) and add `Importer("onnx", ".onnx", onnx_seeds,
-mutate_bytes)` to IMPORTERS; `mutate_bytes` (byte flips, truncations, 4-byte overwrites of plausible offsets and
-lengths, splices) suits any binary format, and a structure-aware mutator `(rng, data, other seeds) -> bytes` (e.g.
-editing protobuf fields) can be combined with it via `mixed(...)`.
+ONNX seeds are small QOperator models of bench/onnx_models.py quantized by onnxruntime (int8 and uint8
+activations, per tensor and per channel); their mutator edits the protobuf itself (dimensions, attributes, element
+types, names, node order, initializer data, the opset) and, one case in four, its bytes.
+
+Adding an importer: write a seed function `(shared: Path, quick: bool, work: Path) -> list[Path]` (an
+empty list, or raise `Unavailable("why")`, when a tool is missing) and add `Importer(name, suffix, seeds, mutator)` to
+IMPORTERS; `mutate_bytes` (byte flips, truncations, 4-byte overwrites of plausible offsets and
+lengths, splices) suits any binary format, and a structure-aware mutator `(rng, data, other seeds) -> bytes` (as
+`mutate_onnx`) can be combined with it via `mixed(...)`.
 """
 
 from __future__ import annotations

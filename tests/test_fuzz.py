@@ -14,7 +14,7 @@ fuzz = sys.modules["qc_fuzz"] = importlib.util.module_from_spec(_SPEC)  # (datac
 _SPEC.loader.exec_module(fuzz)
 
 SEED = 20261126
-CASES = {"tflite": 300, "tosa": 300, "tosa-mlir": 200, "stablehlo": 300, "json": 300}
+CASES = {"tflite": 200, "tosa": 200, "tosa-mlir": 150, "stablehlo": 200, "json": 200, "onnx": 200}
 
 
 @pytest.mark.parametrize("importer", [i for i in fuzz.IMPORTERS], ids=lambda i: i.name)

@@ -167,3 +167,64 @@ def test_hex_scale_outside_the_expressed_range_is_an_error(tmp_path, capsys):
     path = tmp_path / "h.mlir"
     path.write_text(QDQ.replace("!quant.uniform<i8:f32, 0.0078125>", "!quant.uniform<i8:f32, 0x0000000000000001>"))
     assert "out of expressed type range" in compile_error(tmp_path, capsys, path)
+
+
+def _onnx_model(edit):
+    """QuantizeLinear -> QLinearConv 1x1 (group attribute) -> DequantizeLinear, float [1, 2, 3, 3] in and out, with
+    `edit(model)` applied."""
+    onnx = pytest.importorskip("onnx", reason="the ONNX front end needs onnx (pip install 'qcodegen[onnx]')")
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    consts = {"s": np.float32(0.05), "z": np.int8(0), "w": np.ones((2, 2, 1, 1), np.int8),
+              "ws": np.float32(0.02), "shape": np.array([2**40], np.int64)}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("QLinearConv", ["q", "s", "z", "w", "ws", "z", "s", "z"], ["c"], group=1),
+             helper.make_node("DequantizeLinear", ["c", "s", "z"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 3, 3])],
+                              [numpy_helper.from_array(v, k) for k, v in consts.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    edit(model, onnx)
+    return model.SerializeToString()
+
+
+def _set_group(model, onnx):
+    model.graph.node[1].attribute[0].CopyFrom(onnx.helper.make_attribute("group", [1, 2]))
+
+
+def _constant_of_shape(model, onnx):
+    model.graph.node.insert(0, onnx.helper.make_node("ConstantOfShape", ["shape"], ["big"]))
+    model.graph.output.append(onnx.helper.make_tensor_value_info("big", onnx.TensorProto.FLOAT, None))
+
+
+def _undecodable_name(model, onnx):
+    model.graph.name = "g"
+    raw = model.SerializeToString()
+    model.ParseFromString(raw.replace(b"\x12\x01g", b"\x12\x01\xff"))  # the graph's name: one byte, not UTF-8
+
+
+@pytest.mark.parametrize("edit, message", [
+    (_set_group, "attribute 'group' must be an integer"),
+    (_constant_of_shape, "QC_MAX_TENSOR_ELEMENTS"),
+    (lambda m, onnx: m.graph.initializer[2].dims.__setitem__(0, 2**62), "QC_MAX_TENSOR_ELEMENTS"),
+])
+def test_onnx_classes_are_clean_errors(tmp_path, capsys, edit, message):
+    path = tmp_path / "m.onnx"
+    path.write_bytes(_onnx_model(edit))
+    line = compile_error(tmp_path, capsys, path)
+    assert message in line and "m.onnx" in line, line
+
+
+def test_onnx_text_that_is_not_utf8_compiles(tmp_path, capsys):
+    path = tmp_path / "m.onnx"
+    path.write_bytes(_onnx_model(_undecodable_name))
+    assert main(["compile", str(path), "-o", str(tmp_path / "out"), "--harness"]) == 0, capsys.readouterr().err
+
+
+def test_onnx_protobuf_garbage_names_the_file(tmp_path, capsys):
+    pytest.importorskip("onnx", reason="the ONNX front end needs onnx (pip install 'qcodegen[onnx]')")
+    path = tmp_path / "m.onnx"
+    path.write_bytes(b"\x0a\xff\xff\xff\xff\x0f garbage")
+    line = compile_error(tmp_path, capsys, path)
+    assert "m.onnx" in line and "not an ONNX model" in line, line
