@@ -93,10 +93,16 @@ def conv_integer(imp: Importer, node: Node) -> None:
 def matmul_shape(imp: Importer, a: Tensor, b: Tensor) -> tuple[int, ...]:
     if len(a.shape) < 1 or len(b.shape) < 1:
         raise imp.error("MatMul operands must have rank >= 1")
+    mismatch = imp.error(f"operand shapes {list(a.shape)} and {list(b.shape)} do not match for MatMul")
+    # numpy's matmul rule on the shapes alone (no arrays: a hostile shape must not allocate)
+    sa, sb = ((1,) + a.shape if len(a.shape) == 1 else a.shape), (b.shape + (1,) if len(b.shape) == 1 else b.shape)
+    if sa[-1] != sb[-2]:
+        raise mismatch
     try:
-        return tuple(np.matmul(np.empty(a.shape, np.int8), np.empty(b.shape, np.int8)).shape)
+        batch = np.broadcast_shapes(sa[:-2], sb[:-2])
     except ValueError:
-        raise imp.error(f"operand shapes {list(a.shape)} and {list(b.shape)} do not match for MatMul") from None
+        raise mismatch from None
+    return batch + sa[-2:-1] * (len(a.shape) > 1) + sb[-1:] * (len(b.shape) > 1)
 
 
 def _b_axis(imp: Importer, b: Tensor, scale_i: int) -> int | None:
