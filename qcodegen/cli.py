@@ -6,23 +6,25 @@ import argparse
 import json
 import os
 import sys
+import traceback
 from pathlib import Path
 
 import numpy as np
 
 from . import __version__, api
 from .compiler import HYBRID_MODES
-from .errors import QcError
+from .errors import QcError, one_line
 from .ir.schedule import MEMORY_POLICIES
 from .kernels import WEIGHT_LAYOUTS
 from .progress import Progress
 from .report import inspect_text
 
-EXIT_OK, EXIT_MISMATCH, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+DEBUG_ENV = "QC_DEBUG"  # set to 1: an internal error also prints its traceback
 FORMATS = (".tflite (TFLite), .tosa (TOSA flatbuffer), .mlir (StableHLO or TOSA MLIR text), .onnx (ONNX operator "
            "format), .json (qcodegen graph)")
 EXIT_CODES = ("exit codes: 0 success (verify: every check passed), 1 verify found a mismatch, 2 bad input or usage "
-              "(one line on stderr)")
+              "(one line on stderr), 3 internal error (a bug; QC_DEBUG=1 prints the traceback)")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -255,17 +257,23 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except QcError as exc:
-        print(f"qcodegen: error: {exc}", file=sys.stderr)
+        print(one_line(f"qcodegen: error: {exc}"), file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # the reader of stdout went away (`| head`): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except OSError as exc:  # a file or folder the user named
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"qcodegen: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(one_line(f"qcodegen: error: {where}{exc.strerror or exc}"), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a bug in qcodegen, not the user's input: one line, its own exit code
+        if os.environ.get(DEBUG_ENV):
+            traceback.print_exc()
+        print(one_line(f"qcodegen: internal error (please report it; {DEBUG_ENV}=1 shows the traceback): "
+                       f"{type(exc).__name__}: {exc}"), file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

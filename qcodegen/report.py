@@ -22,7 +22,7 @@ def _short(values: Any) -> Any:
     lists on RESCALE but scalars on other primitives (MUL's shift, SOFTMAX's multiplier and shift)."""
     if values is None:
         return None
-    values = [int(v) for v in np.atleast_1d(values)]
+    values = [int(v) for v in np.atleast_1d(values).reshape(-1)]  # a list per channel, or one value (MUL shift)
     return values[0] if len(set(values)) == 1 else values
 
 

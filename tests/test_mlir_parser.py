@@ -81,7 +81,9 @@ def all_ops(module):
 def one_op(text: str) -> Operation:
     """The first operation of a function body around ``text``."""
     module = parse_module(f"func.func @f(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>, %p: tensor<2x3xi1>, "
-                          f"%s: tensor<f32>, %i: tensor<i32>) {{\n  {text}\n  return\n}}", "t.mlir")
+                          f"%s: tensor<f32>, %i: tensor<i32>, %v: tensor<4xf32>, %w: tensor<4xf32>, "
+                          f"%q: tensor<4x!quant.uniform<i8:f32, 5.000000e-01>>) {{\n  {text}\n"
+                          f"  return\n}}", "t.mlir")
     return module.functions[0].operations[0]
 
 
@@ -593,18 +595,18 @@ def test_parse_file_reports_unreadable_input(tmp_path):
 
 def test_quant_cast_short_forms():
     q = "tensor<4x!quant.uniform<i8:f32, 5.000000e-01>>"
-    qcast = one_op(f"%0 = quant.qcast %a : tensor<4xf32> to {q}")
-    assert qcast.name == "quant.qcast" and qcast.operands == [ValueRef("%a")]
+    qcast = one_op(f"%0 = quant.qcast %v : tensor<4xf32> to {q}")
+    assert qcast.name == "quant.qcast" and qcast.operands == [ValueRef("%v")]
     assert str(qcast.operand_types[0]) == "tensor<4xf32>" and qcast.result_types[0].element.scales == (0.5,)
-    dcast = one_op(f"%0 = quant.dcast %a : {q} to tensor<4xf32>")
+    dcast = one_op(f"%0 = quant.dcast %q : {q} to tensor<4xf32>")
     assert str(dcast.result_types[0]) == "tensor<4xf32>" and dcast.operand_types[0].element.zero_points == (0,)
     with pytest.raises(MlirSyntaxError, match="'to'"):
-        one_op(f"%0 = quant.qcast %a : tensor<4xf32>, {q}")
+        one_op(f"%0 = quant.qcast %v : tensor<4xf32>, {q}")
 
 
 def test_check_tolerance_keyword():
-    almost = one_op("check.expect_almost_eq %a, %b, tolerance = 2.5e-1 : tensor<4xf32>")
+    almost = one_op("check.expect_almost_eq %v, %w, tolerance = 2.5e-1 : tensor<4xf32>")
     assert almost.attr("tolerance") == FloatAttr(0.25, "2.5e-1", None) and len(almost.operand_types) == 2
-    const = one_op("check.expect_almost_eq_const %a, dense<1.0> : tensor<4xf32>, tolerance = 1.0e-3")
+    const = one_op("check.expect_almost_eq_const %v, dense<1.0> : tensor<4xf32>, tolerance = 1.0e-3")
     assert const.attr("tolerance") == FloatAttr(1e-3, "1.0e-3", None)
     assert str(const.operand_types[0]) == "tensor<4xf32>"

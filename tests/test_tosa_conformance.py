@@ -25,8 +25,8 @@ from xml.etree import ElementTree
 import numpy as np
 import pytest
 
-pytest.importorskip("tosa_reference_model", reason="needs tosa-tools (pip install 'qcodegen[tosa]')")
-pytest.importorskip("runner.tosa_test_runner", reason="needs tosa-tools (pip install 'qcodegen[tosa]')")
+pytest.importorskip("tosa_reference_model", reason="needs tosa-tools (pip install '.[oracles]')")
+pytest.importorskip("runner.tosa_test_runner", reason="needs tosa-tools (pip install '.[oracles]')")
 if shutil.which("tosa_verif_build_tests") is None or shutil.which("tosa_verif_run_tests") is None:
     pytest.skip("tosa-tools' tosa_verif_build_tests / tosa_verif_run_tests are not on PATH", allow_module_level=True)
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ts = pytest.importorskip("tosa_serializer", reason="needs tosa-tools (pip install 'qcodegen[tosa]')")
-trm = pytest.importorskip("tosa_reference_model", reason="needs tosa-tools (pip install 'qcodegen[tosa]')")
+ts = pytest.importorskip("tosa_serializer", reason="needs tosa-tools (pip install '.[oracles]')")
+trm = pytest.importorskip("tosa_reference_model", reason="needs tosa-tools (pip install '.[oracles]')")
 
 from qcodegen.codegen import generate, load_target  # noqa: E402
 from qcodegen.compiler import plan  # noqa: E402

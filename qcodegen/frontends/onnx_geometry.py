@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import shorten
 from .onnx_import import Importer
 
 
@@ -55,7 +56,7 @@ def window_2d(imp: Importer, in_hw: tuple[int, int], kernel: tuple[int, int], ce
                 raise imp.unsupported("ceil_mode with a partial last window is not supported")
             out.append(span // strides[axis] + 1)
     else:
-        raise imp.error(f"unknown auto_pad {auto_pad!r}")
+        raise imp.error(f"unknown auto_pad {shorten(auto_pad)}")
     if any(p >= e for p, e in zip(pads, extents + extents, strict=True)) and imp.node.op_type.endswith("Pool"):
         raise imp.unsupported(f"pads {pads} reach a whole window {extents}")
     return Window2D(tuple(kernel), tuple(strides), tuple(dilations), tuple(pads), tuple(out))

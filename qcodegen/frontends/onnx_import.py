@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GraphError, UnsupportedError
+from ..errors import GraphError, UnsupportedError, shorten
 from ..ir.dtypes import dtype
 from ..ir.graph import Graph, Op, Tensor
+from ..ir.limits import element_count
 from ..ir.quant import QuantType
 from .onnx_model import ELEM_TYPES, MS_DOMAIN, Model, Node, onnx_module, type_name
 
@@ -47,6 +48,17 @@ def _dtype_of(elem: int) -> str | None:
     return ELEM_TYPES.get(elem, (None, 0, ""))[0]
 
 
+_ATTR_KINDS = {int: "an integer", float: "a number", str: "a string", list: "a list of integers"}
+
+
+def _attr_is(value: Any, kind: type) -> bool:
+    if kind is list:
+        return isinstance(value, list) and all(isinstance(v, int) for v in value)
+    if kind is float:
+        return isinstance(value, int | float)
+    return isinstance(value, kind)
+
+
 class Importer:
     """State while importing one model: the Graph under construction, the constants, the current node."""
 
@@ -60,10 +72,10 @@ class Importer:
         for v in model.inputs:
             dt = _dtype_of(v.elem)
             if dt not in ("f32", "u8", "i8", "u16", "i16", "i32", "u4", "i4"):
-                raise UnsupportedError(f"{where}: graph input {v.name!r} has element type {type_name(v.elem)} "
+                raise UnsupportedError(f"{where}: graph input {shorten(v.name)} has element type {type_name(v.elem)} "
                                        "(supported: FLOAT, UINT8, INT8, UINT16, INT16, INT32, UINT4, INT4)")
             if v.shape is None:
-                raise UnsupportedError(f"{where}: graph input {v.name!r} has no shape; qcodegen needs static "
+                raise UnsupportedError(f"{where}: graph input {shorten(v.name)} has no shape; qcodegen needs static "
                                        "shapes")
             self.graph.tensors[v.name] = Tensor(v.name, v.shape, dt)
             self.graph.inputs.append(v.name)
@@ -104,21 +116,27 @@ class Importer:
         if not outputs[0] <= n_out <= outputs[1] or len(self.node.outputs) > outputs[1]:
             raise self.unsupported(f"expects {outputs[0]}..{outputs[1]} outputs, got {len(self.node.outputs)}")
 
-    def attr(self, key: str, default: Any = ...) -> Any:
+    def attr(self, key: str, default: Any = ..., kind: type | None = None) -> Any:
+        """Attribute `key` of the current node, checked to be of `kind` (by default the type of `default`: int,
+        float (an int too), str, or list: of integers)."""
         assert self.node is not None
-        if key in self.node.attrs:
-            return self.node.attrs[key]
-        if default is ...:
-            raise self.error(f"missing attribute {key!r}")
-        return default
+        if key not in self.node.attrs:
+            if default is ...:
+                raise self.error(f"missing attribute {shorten(key)}")
+            return default
+        value = self.node.attrs[key]
+        kind = kind or (type(default) if default not in (..., None) else None)
+        if kind is not None and not _attr_is(value, kind):
+            raise self.error(f"attribute {shorten(key)} must be {_ATTR_KINDS[kind]}, got {shorten(value, 40)}")
+        return value
 
     def ints_attr(self, key: str, length: int, default: int) -> list[int]:
-        value = self.attr(key, None)
+        value = self.attr(key, None, list)
         if value is None:
             return [default] * length
-        if not isinstance(value, list) or len(value) != length:
-            raise self.error(f"attribute {key!r} must be {length} integers, got {value!r}")
-        return [int(v) for v in value]
+        if len(value) != length:
+            raise self.error(f"attribute {shorten(key)} must be {length} integers, got {shorten(value, 40)}")
+        return value
 
     # --- tensors ------------------------------------------------------------------------------
     def const(self, name: str | None) -> np.ndarray | None:
@@ -131,8 +149,8 @@ class Importer:
         value = self.const(name)
         if value is None:
             if name in self.const_types:
-                raise self.unsupported(f"{what} {name!r} has element type {type_name(self.const_types[name])}")
-            raise self.unsupported(f"{what} {name!r} must be a constant (an initializer or computed from "
+                raise self.unsupported(f"{what} {shorten(name)} has element type {type_name(self.const_types[name])}")
+            raise self.unsupported(f"{what} {shorten(name)} must be a constant (an initializer or computed from "
                                    "constants)")
         return value
 
@@ -151,8 +169,8 @@ class Importer:
         value = self.consts.get(name)
         if value is None:
             if name in self.const_types:
-                raise self.unsupported(f"tensor {name!r} has element type {type_name(self.const_types[name])}")
-            raise self.error(f"tensor {name!r} is not defined")
+                raise self.unsupported(f"tensor {shorten(name)} has element type {type_name(self.const_types[name])}")
+            raise self.error(f"tensor {shorten(name)} is not defined")
         dt = self._const_dtype(name, value)
         data = value.astype(np.float32) if dt == "f32" else value
         t = Tensor(name, tuple(value.shape), dt, data=data)
@@ -167,7 +185,7 @@ class Importer:
                 value.dtype.name)
         dt = _NUMPY_DTYPES.get(dt, dt)
         if dt is None or dt not in ("f32", "u8", "i8", "u16", "i16", "i32", "i64", "bool", "u4", "i4"):
-            raise self.unsupported(f"constant {name!r} has unsupported element type {value.dtype}")
+            raise self.unsupported(f"constant {shorten(name)} has unsupported element type {value.dtype}")
         return dt
 
     def tensor_in(self, i: int) -> Tensor:
@@ -175,7 +193,7 @@ class Importer:
 
     def new_tensor(self, name: str, shape: tuple[int, ...], dt: str, quant: QuantType | None = None) -> Tensor:
         if name in self.graph.tensors or name in self.consts:
-            raise self.error(f"tensor {name!r} is defined twice")
+            raise self.error(f"tensor {shorten(name)} is defined twice")
         t = Tensor(name, tuple(int(d) for d in shape), dt, quant)
         self.graph.tensors[name] = t
         return t
@@ -215,7 +233,7 @@ class Importer:
         value = self.const_in(i, what)
         elem = _dtype_of(self.const_types.get(name, 0)) or self._const_dtype(name, value)
         if elem != storage:
-            raise self.error(f"{what} {name!r} has type {elem}, the data {storage}")
+            raise self.error(f"{what} {shorten(name)} has type {elem}, the data {storage}")
         if value.shape != shape and not (value.size == 1 and int(np.prod(shape)) == 1):
             raise self.error(f"{what} has shape {list(value.shape)}, its scale {list(shape)}")
         return value.astype(np.int64).reshape(shape)
@@ -228,7 +246,7 @@ class Importer:
         value = self.const_in(i, "zero point")
         dt = _dtype_of(self.const_types.get(name, 0)) or self._const_dtype(name, value)
         if dt not in ("u8", "i8", "u16", "i16", "i32", "u4", "i4"):
-            raise self.unsupported(f"zero point {name!r} has type {dt}; quantized type {dt} is not supported")
+            raise self.unsupported(f"zero point {shorten(name)} has type {dt}; quantized type {dt} is not supported")
         return dt
 
     def integer_zero_point(self, i: int, data: Tensor, n: int, what: str) -> list[int]:
@@ -240,7 +258,7 @@ class Importer:
         value = self.const_in(i, what)
         dt = _dtype_of(self.const_types.get(name, 0)) or self._const_dtype(name, value)
         if dt != data.dtype.name:
-            raise self.error(f"{what} has type {dt}, its data {data.name!r} {data.dtype}")
+            raise self.error(f"{what} has type {dt}, its data {shorten(data.name)} {data.dtype}")
         if value.size not in (1, n) or value.ndim > 1:
             raise self.unsupported(f"{what} of shape {list(value.shape)} (supported: one value, or {n})")
         return [int(v) for v in value.reshape(-1)]
@@ -285,14 +303,14 @@ class Importer:
         """Give `t` the quantization `q` an operator reads it with: a tensor seen for the first time (a graph
         input, a constant) takes it; a quantized one must already have it."""
         if t.dtype.name != q.storage.name:
-            raise self.error(f"{what} {t.name!r} is {t.dtype}, its quantization parameters are {q.storage}")
+            raise self.error(f"{what} {shorten(t.name)} is {t.dtype}, its quantization parameters are {q.storage}")
         if t.quant is None:
             if t.dtype.is_float:
-                raise self.error(f"{what} {t.name!r} is float, expected quantized {q.storage}")
+                raise self.error(f"{what} {shorten(t.name)} is float, expected quantized {q.storage}")
             t.quant = q
             return
         if not same_quant(t.quant, q):
-            raise self.unsupported(f"{what} {t.name!r} is read as {q.describe()} but was produced as "
+            raise self.unsupported(f"{what} {shorten(t.name)} is read as {q.describe()} but was produced as "
                                    f"{t.quant.describe()}; reinterpreting stored values is not supported")
 
     # --- driver -------------------------------------------------------------------------------
@@ -303,7 +321,7 @@ class Importer:
                 continue
             fn = IMPORTERS.get((node.domain, node.op_type))
             if fn is None:
-                raise UnsupportedError(f"{self.label}: operator {node.op_type!r} is not supported by the ONNX "
+                raise UnsupportedError(f"{self.label}: operator {shorten(node.op_type)} is not supported by the ONNX "
                                        "front end (docs/onnx.md lists the supported operators)")
             fn(self, node)
         self.node = None
@@ -323,7 +341,7 @@ class Importer:
             if node.op_type == "Size":
                 self._set_const(node.outputs[0], np.array(int(np.prod(shape, dtype=np.int64)), np.int64))
                 return True
-            start, end = int(node.attrs.get("start", 0)), node.attrs.get("end")
+            start, end = self.attr("start", 0), self.attr("end", len(shape))
             self._set_const(node.outputs[0], np.array(shape[start:end], np.int64))
             return True
         if node.op_type == "Constant":
@@ -350,15 +368,16 @@ class Importer:
             return np.asarray(value, np.float32)
         if key in ("value_int", "value_ints"):
             return np.asarray(value, np.int64)
-        raise self.unsupported(f"Constant with attribute {key!r}")
+        raise self.unsupported(f"Constant with attribute {shorten(key)}")
 
     def _set_const(self, name: str, value: np.ndarray) -> None:
         if name in self.consts or name in self.graph.tensors:
-            raise self.error(f"output {name!r} is defined twice")
+            raise self.error(f"output {shorten(name)} is defined twice")
         self.consts[name] = value
 
     def _evaluate(self, node: Node) -> list[Any]:
         onnx = onnx_module()
+        self._check_fold_size(node)
         from onnx import helper, numpy_helper
         from onnx.reference import ReferenceEvaluator
 
@@ -369,10 +388,35 @@ class Importer:
         graph = helper.make_graph([proto], "fold", [], outs, inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)])
         try:
-            return ReferenceEvaluator(model).run(None, {})
+            results = ReferenceEvaluator(model).run(None, {})
         except Exception as exc:  # the evaluator raises whatever its kernels raise
             raise self.error(f"cannot evaluate this node on its constant inputs ({type(exc).__name__}: "
                              f"{exc})"[:300]) from None
+        for name, value in zip(node.outputs, results, strict=False):
+            element_count(np.shape(value), f"{self.label}: output {shorten(name)}")
+        return results
+
+    def _check_fold_size(self, node: Node) -> None:
+        """The ops whose constant result can be far larger than their inputs (a shape or a count as data): their
+        result's size against the resource limits before the evaluator allocates it."""
+        op, ins = node.op_type, [self.consts.get(n) for n in node.inputs]
+        where = f"{self.label}: output {shorten(node.outputs[0] if node.outputs else '')}"
+        with np.errstate(all="ignore"):
+            if op in ("ConstantOfShape", "Expand") and len(ins) >= (1 if op == "ConstantOfShape" else 2):
+                shape = [int(d) for d in np.asarray(ins[-1]).reshape(-1)]
+                if op == "Expand":
+                    element_count(shape, where)
+                    shape = shape + [int(d) for d in np.shape(ins[0])]  # (the broadcast is at most both)
+                element_count(shape, where)
+            elif op == "Tile" and len(ins) == 2:
+                repeats = [int(d) for d in np.asarray(ins[1]).reshape(-1)]
+                element_count(repeats + [int(np.size(ins[0]))], where)
+            elif op == "Range" and len(ins) == 3 and all(np.size(v) == 1 for v in ins):
+                start, limit, delta = (float(np.asarray(v).reshape(-1)[0]) for v in ins)
+                count = (limit - start) / delta if delta else float("inf")
+                if not np.isfinite(count):
+                    raise self.error(f"Range from {start} to {limit} by {delta}: not a finite count")
+                element_count([max(int(np.ceil(count)), 0)], where)
 
 
 def same_quant(a: QuantType, b: QuantType) -> bool:
@@ -384,7 +428,7 @@ def same_quant(a: QuantType, b: QuantType) -> bool:
 def quantized(imp: Importer, t: Tensor, what: str) -> QuantType:
     """The quantization of an operand that must be quantized (8/16-bit integer data)."""
     if t.quant is None:
-        raise imp.error(f"{what} {t.name!r} ({t.dtype}) is not quantized")
+        raise imp.error(f"{what} {shorten(t.name)} ({t.dtype}) is not quantized")
     return t.quant
 
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GraphError, QcError, UnsupportedError
+from ..errors import GraphError, QcError, UnsupportedError, install_hint, shorten
+from ..ir.limits import element_count
 
 # ONNX TensorProto.DataType -> (qcodegen dtype name or None, bits per element)
 ELEM_TYPES: dict[int, tuple[str | None, int, str]] = {
@@ -34,7 +35,7 @@ def onnx_module() -> ModuleType:
     try:
         import onnx
     except ImportError:
-        raise QcError("reading .onnx needs the ONNX extra: pip install 'qcodegen[onnx]'") from None
+        raise QcError(f"reading .onnx needs the ONNX extra: {install_hint('onnx')}") from None
     return onnx
 
 
@@ -64,7 +65,7 @@ class Node:
     @property
     def label(self) -> str:
         kind = f"{self.domain}.{self.op_type}" if self.domain else self.op_type
-        return f"node #{self.index} {kind}" + (f" {self.name!r}" if self.name else "")
+        return f"node #{self.index} {kind}" + (f" {shorten(self.name)}" if self.name else "")
 
 
 @dataclass
@@ -78,6 +79,11 @@ class Model:
     opsets: dict[str, int]
 
 
+def _text(value: str | bytes) -> str:
+    """A string field of the protobuf: the runtime returns bytes where the file's text is not valid UTF-8."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
 def _fail(where: str, message: str) -> GraphError:
     return GraphError(f"{where}: {message}")
 
@@ -85,7 +91,7 @@ def _fail(where: str, message: str) -> GraphError:
 def _opsets(proto: Any, where: str) -> dict[str, int]:
     opsets: dict[str, int] = {}
     for entry in proto.opset_import:
-        domain = "" if entry.domain in ("", "ai.onnx") else entry.domain
+        domain = "" if _text(entry.domain) in ("", "ai.onnx") else _text(entry.domain)
         opsets[domain] = int(entry.version)
     if "" not in opsets:
         raise _fail(where, "the model imports no version of the default ONNX opset")
@@ -96,9 +102,11 @@ def _opsets(proto: Any, where: str) -> dict[str, int]:
 
 
 def _dims(where: str, what: str, dims: Any) -> tuple[int, ...]:
+    """A declared shape, checked against the resource limits (qcodegen/ir/limits.py) before any data is read."""
     out = tuple(int(d) for d in dims)
     if any(d < 0 for d in out):
         raise _fail(where, f"{what} has a negative dimension: {list(out)}")
+    element_count(out, f"{where}: {what}")
     return out
 
 
@@ -117,7 +125,7 @@ def _expected_count(tensor: Any, shape: tuple[int, ...], bits: int) -> tuple[int
 def read_tensor(onnx: ModuleType, tensor: Any, where: str) -> np.ndarray | None:
     """The numpy value of a TensorProto (None for element types qcodegen does not read); GraphError when its data
     does not match its shape."""
-    label = f"initializer {tensor.name!r}"
+    label = f"initializer {shorten(tensor.name)}"
     if tensor.data_location == 1:  # EXTERNAL
         raise UnsupportedError(f"{where}: {label} keeps its data in an external file; save the model with "
                                "onnx.save(model, path, save_as_external_data=False)")
@@ -147,7 +155,7 @@ def read_tensor(onnx: ModuleType, tensor: Any, where: str) -> np.ndarray | None:
 def _value(onnx: ModuleType, info: Any, where: str, what: str) -> Value:
     t = info.type
     if t.WhichOneof("value") != "tensor_type":
-        raise UnsupportedError(f"{where}: {what} {info.name!r} is not a tensor ({t.WhichOneof('value')})")
+        raise UnsupportedError(f"{where}: {what} {shorten(info.name)} is not a tensor ({t.WhichOneof('value')})")
     tt = t.tensor_type
     shape = None
     if tt.HasField("shape"):
@@ -155,12 +163,13 @@ def _value(onnx: ModuleType, info: Any, where: str, what: str) -> Value:
         for d in tt.shape.dim:
             if d.WhichOneof("value") != "dim_value":
                 symbol = d.dim_param or "?"
-                raise UnsupportedError(f"{where}: {what} {info.name!r} has a symbolic dimension {symbol!r}; "
+                raise UnsupportedError(f"{where}: {what} {shorten(info.name)} has a symbolic dimension "
+                                       f"{shorten(symbol)}; "
                                        "qcodegen needs static shapes (fix them first, e.g. with "
                                        "onnxruntime.tools.make_dynamic_shape_fixed)")
             dims.append(d.dim_value)
-        shape = _dims(where, f"{what} {info.name!r}", dims)
-    return Value(info.name, int(tt.elem_type), shape)
+        shape = _dims(where, f"{what} {shorten(info.name)}", dims)
+    return Value(_text(info.name), int(tt.elem_type), shape)
 
 
 def _attribute(onnx: ModuleType, attr: Any, where: str) -> Any:
@@ -181,9 +190,9 @@ def _attribute(onnx: ModuleType, attr: Any, where: str) -> Any:
     if kind == A.TENSOR:
         return read_tensor(onnx, attr.t, where)
     if kind in (A.GRAPH, A.GRAPHS):
-        raise UnsupportedError(f"{where}: attribute {attr.name!r} holds a subgraph; control flow (If, Loop, Scan) "
-                               "is not supported")
-    raise UnsupportedError(f"{where}: attribute {attr.name!r} has unsupported type {kind}")
+        raise UnsupportedError(f"{where}: attribute {shorten(attr.name)} holds a subgraph; control flow (If, Loop, "
+                               "Scan) is not supported")
+    raise UnsupportedError(f"{where}: attribute {shorten(attr.name)} has unsupported type {kind}")
 
 
 def parse(raw: bytes, where: str, default_name: str) -> Model:
@@ -203,46 +212,49 @@ def parse(raw: bytes, where: str, default_name: str) -> Model:
     inits: dict[str, np.ndarray] = {}
     init_types: dict[str, int] = {}
     for t in g.initializer:
-        if not t.name:
+        name = _text(t.name)
+        if not name:
             raise _fail(where, "an initializer has no name")
-        if t.name in init_types:
-            raise _fail(where, f"initializer {t.name!r} is defined twice")
+        if name in init_types:
+            raise _fail(where, f"initializer {shorten(name)} is defined twice")
         value = read_tensor(onnx, t, where)
-        init_types[t.name] = int(t.data_type)
+        init_types[name] = int(t.data_type)
         if value is not None:
-            inits[t.name] = value
+            inits[name] = value
     if len(g.sparse_initializer):
         raise UnsupportedError(f"{where}: sparse initializers are not supported")
-    inputs = [_value(onnx, v, where, "graph input") for v in g.input if v.name not in init_types]
+    inputs = [_value(onnx, v, where, "graph input") for v in g.input if _text(v.name) not in init_types]
     outputs = [_value(onnx, v, where, "graph output") for v in g.output]
     known = set(init_types) | {v.name for v in inputs}
     nodes = []
     for i, n in enumerate(g.node):
-        domain = "" if n.domain in ("", "ai.onnx") else n.domain
-        node = Node(n.op_type, domain, n.name, list(n.input), list(n.output), index=i)
+        domain = "" if _text(n.domain) in ("", "ai.onnx") else _text(n.domain)
+        node = Node(_text(n.op_type), domain, _text(n.name), [_text(x) for x in n.input],
+                    [_text(x) for x in n.output], index=i)
         if domain not in _DOMAINS:
-            raise UnsupportedError(f"{where}: {node.label}: operator domain {domain!r} is not supported "
+            raise UnsupportedError(f"{where}: {node.label}: operator domain {shorten(domain)} is not supported "
                                    f"(supported: the default domain and {MS_DOMAIN})")
         if domain not in opsets:
-            raise _fail(where, f"{node.label}: the model imports no version of domain {domain!r}")
+            raise _fail(where, f"{node.label}: the model imports no version of domain {shorten(domain)}")
         label = f"{where}: {node.label}"
         for name in node.inputs:
             if name and name not in known:
-                raise _fail(where, f"{node.label}: input {name!r} is not a graph input, an initializer or the output "
-                                   "of an earlier node (nodes must be in topological order)")
+                raise _fail(where, f"{node.label}: input {shorten(name)} is not a graph input, an initializer or the "
+                                   "output of an earlier node (nodes must be in topological order)")
         for name in node.outputs:
             if name and name in known:
-                raise _fail(where, f"{node.label}: output {name!r} is already defined")
+                raise _fail(where, f"{node.label}: output {shorten(name)} is already defined")
             if name:
                 known.add(name)
         for attr in n.attribute:
-            if attr.name in node.attrs:
-                raise _fail(where, f"{node.label}: attribute {attr.name!r} is given twice")
-            node.attrs[attr.name] = _attribute(onnx, attr, label)
+            key = _text(attr.name)
+            if key in node.attrs:
+                raise _fail(where, f"{node.label}: attribute {shorten(key)} is given twice")
+            node.attrs[key] = _attribute(onnx, attr, label)
         nodes.append(node)
     for v in outputs:
         if v.name not in known:
-            raise _fail(where, f"graph output {v.name!r} is never produced")
+            raise _fail(where, f"graph output {shorten(v.name)} is never produced")
     if not outputs:
         raise _fail(where, "the graph has no outputs")
-    return Model(g.name or default_name, nodes, inits, init_types, inputs, outputs, opsets)
+    return Model(_text(g.name) or default_name, nodes, inits, init_types, inputs, outputs, opsets)

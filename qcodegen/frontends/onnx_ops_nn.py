@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import shorten
 from ..ir.graph import Tensor
 from ..ir.quant import QuantType
 from .onnx_geometry import window_2d
@@ -25,7 +26,7 @@ _EIGHT_BIT = ("u8", "i8")
 
 def _eight_bit(imp: Importer, t: Tensor, what: str) -> None:
     if t.dtype.name not in _EIGHT_BIT:
-        raise imp.unsupported(f"{what} {t.name!r} has type {t.dtype} (supported: uint8, int8)")
+        raise imp.unsupported(f"{what} {shorten(t.name)} has type {t.dtype} (supported: uint8, int8)")
 
 
 def _conv_operands(imp: Importer, x: Tensor, w: Tensor) -> tuple[int, tuple[int, int]]:
@@ -34,12 +35,12 @@ def _conv_operands(imp: Importer, x: Tensor, w: Tensor) -> tuple[int, tuple[int,
         raise imp.unsupported(f"only 2-D convolutions (rank-4 data and weights) are supported, got x "
                               f"{list(x.shape)}, w {list(w.shape)}")
     if not w.is_const:
-        raise imp.unsupported(f"weights {w.name!r} must be a constant")
+        raise imp.unsupported(f"weights {shorten(w.name)} must be a constant")
     group = int(imp.attr("group", 1))
     m, cg, kh, kw = w.shape
     if group < 1 or x.shape[1] != cg * group or m % group:
         raise imp.error(f"x has {x.shape[1]} channels, weights {list(w.shape)} and group {group} do not match")
-    kernel = imp.attr("kernel_shape", None)
+    kernel = imp.attr("kernel_shape", None, list)
     if kernel is not None and list(kernel) != [kh, kw]:
         raise imp.error(f"kernel_shape {kernel} differs from the weights' {[kh, kw]}")
     return group, (kh, kw)
@@ -51,7 +52,8 @@ def _bias(imp: Importer, i: int, channels: int) -> str | None:
         return None
     b = imp.tensor(name)
     if not b.is_const or b.dtype.name != "i32" or b.shape != (channels,):
-        raise imp.unsupported(f"bias {name!r} must be a constant int32 [{channels}], got {b.dtype} {list(b.shape)}")
+        raise imp.unsupported(f"bias {shorten(name)} must be a constant int32 [{channels}], got {b.dtype} "
+                              f"{list(b.shape)}")
     return name
 
 
@@ -91,10 +93,16 @@ def conv_integer(imp: Importer, node: Node) -> None:
 def matmul_shape(imp: Importer, a: Tensor, b: Tensor) -> tuple[int, ...]:
     if len(a.shape) < 1 or len(b.shape) < 1:
         raise imp.error("MatMul operands must have rank >= 1")
+    mismatch = imp.error(f"operand shapes {list(a.shape)} and {list(b.shape)} do not match for MatMul")
+    # numpy's matmul rule on the shapes alone (no arrays: a hostile shape must not allocate)
+    sa, sb = ((1,) + a.shape if len(a.shape) == 1 else a.shape), (b.shape + (1,) if len(b.shape) == 1 else b.shape)
+    if sa[-1] != sb[-2]:
+        raise mismatch
     try:
-        return tuple(np.matmul(np.empty(a.shape, np.int8), np.empty(b.shape, np.int8)).shape)
+        batch = np.broadcast_shapes(sa[:-2], sb[:-2])
     except ValueError:
-        raise imp.error(f"operand shapes {list(a.shape)} and {list(b.shape)} do not match for MatMul") from None
+        raise mismatch from None
+    return batch + sa[-2:-1] * (len(a.shape) > 1) + sb[-1:] * (len(b.shape) > 1)
 
 
 def _b_axis(imp: Importer, b: Tensor, scale_i: int) -> int | None:
@@ -160,7 +168,7 @@ def qgemm(imp: Importer, node: Node) -> None:
         ct = imp.tensor(c)
         if not ct.is_const or ct.dtype.name != "i32" or ct.size not in (1, n) or ct.shape not in ((), (1,), (n,),
                                                                                                    (1, n)):
-            raise imp.unsupported(f"C {c!r} must be a constant int32 scalar, [N] or [1, N], got {ct.dtype} "
+            raise imp.unsupported(f"C {shorten(c)} must be a constant int32 scalar, [N] or [1, N], got {ct.dtype} "
                                   f"{list(ct.shape)}")
     if imp.name_in(7, required=False) is None:
         y = imp.new_tensor(imp.name_out(), (m, n), "f32")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import shorten
 from ..ir.graph import Tensor
 from .onnx_import import Importer, importer, ms, storage_dtype
 from .onnx_model import ELEM_TYPES, Node
@@ -39,7 +40,7 @@ def quantize_linear(imp: Importer, node: Node) -> None:
     imp.counts((2, 3))
     x = imp.tensor_in(0)
     if x.dtype.name != "f32":  # a constant (QAT exports' float weights) is quantized by the QDQ folding
-        raise imp.unsupported(f"input {x.name!r} must be a float32 tensor (got {x.dtype})")
+        raise imp.unsupported(f"input {shorten(x.name)} must be a float32 tensor (got {x.dtype})")
     if imp.name_in(2, required=False) is not None:
         storage = imp.zero_point_type(2, "u8")
     else:
@@ -57,7 +58,7 @@ def dequantize_linear(imp: Importer, node: Node) -> None:
     imp.counts((2, 3))
     x = imp.tensor_in(0)
     if x.dtype.name not in _Q_TYPES + ("i32",):
-        raise imp.unsupported(f"input {x.name!r} has type {x.dtype} (supported: {', '.join(_Q_TYPES)}, i32)")
+        raise imp.unsupported(f"input {shorten(x.name)} has type {x.dtype} (supported: {', '.join(_Q_TYPES)}, i32)")
     imp.bind(x, _q_params(imp, x.shape, x.dtype.name, 1, 2), "input")
     y = imp.new_tensor(imp.name_out(), x.shape, "f32")
     imp.emit("DequantizeLinear", [x.name], [y.name])
@@ -73,7 +74,7 @@ def broadcast(imp: Importer, *tensors: Tensor) -> tuple[int, ...]:
 def _eight_bit_operand(imp: Importer, i: int, scale_i: int, zp_i: int, what: str) -> Tensor:
     t = imp.tensor_in(i)
     if t.dtype.name not in ("u8", "i8"):
-        raise imp.unsupported(f"{what} {t.name!r} has type {t.dtype} (supported: uint8, int8)")
+        raise imp.unsupported(f"{what} {shorten(t.name)} has type {t.dtype} (supported: uint8, int8)")
     imp.bind(t, imp.qlinear_params(scale_i, zp_i, t, what), what)
     return t
 
@@ -105,7 +106,7 @@ def qlinear_softmax(imp: Importer, node: Node) -> None:
     imp.counts((4, 5))
     x = _eight_bit_operand(imp, 0, 1, 2, "X")
     qy = imp.qlinear_params(3, 4, x.dtype.name, "Y")
-    opset = int(imp.attr("opset"))
+    opset = int(imp.attr("opset", kind=int))
     rank = len(x.shape)
     axis = int(imp.attr("axis", 1 if opset < 13 else -1))
     if not -rank <= axis < rank:
@@ -126,7 +127,7 @@ def qlinear_concat(imp: Importer, node: Node) -> None:
     rank = ranks.pop()
     if ranks:
         raise imp.error("inputs of different ranks")
-    axis = int(imp.attr("axis"))
+    axis = int(imp.attr("axis", kind=int))
     if not -rank <= axis < rank:
         raise imp.error(f"axis {axis} is out of range for rank {rank}")
     axis %= rank

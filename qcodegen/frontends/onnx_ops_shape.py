@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import shorten
 from ..ir.graph import Tensor
 from .onnx_import import Importer, importer, same_quant
 from .onnx_model import Node
@@ -26,7 +27,7 @@ def _reshape(imp: Importer, x: Tensor, shape: tuple[int, ...]) -> None:
     if int(np.prod(shape, dtype=np.int64)) != x.size:
         raise imp.error(f"cannot reshape {list(x.shape)} to {list(shape)}")
     if x.quant is not None and x.quant.kind != "per_tensor":
-        raise imp.unsupported(f"reshape of {x.quant.kind} quantized {x.name!r}")
+        raise imp.unsupported(f"reshape of {x.quant.kind} quantized {shorten(x.name)}")
     _emit_like(imp, "Reshape", x, shape, shape=list(shape))
 
 
@@ -45,7 +46,7 @@ def _axes_input(imp: Importer, i: int) -> list[int] | None:
     """Axes as an input (opset >= 13) or an attribute (earlier)."""
     if imp.opset >= 13:
         return imp.int_list_in(i, "axes", required=False)
-    value = imp.attr("axes", None)
+    value = imp.attr("axes", None, list)
     return None if value is None else [int(a) for a in value]
 
 
@@ -119,7 +120,7 @@ def transpose(imp: Importer, node: Node) -> None:
     if sorted(perm) != list(range(rank)):
         raise imp.error(f"perm {perm} is not a permutation of {rank} axes")
     if x.quant is not None and x.quant.kind != "per_tensor":
-        raise imp.unsupported(f"transpose of {x.quant.kind} quantized {x.name!r}")
+        raise imp.unsupported(f"transpose of {x.quant.kind} quantized {shorten(x.name)}")
     _emit_like(imp, "Transpose", x, tuple(x.shape[p] for p in perm), perm=[int(p) for p in perm])
 
 
@@ -130,17 +131,18 @@ def concat(imp: Importer, node: Node) -> None:
     parts = [imp.tensor(n) for n in node.inputs if n]
     first = parts[0]
     rank = len(first.shape)
-    axis = int(imp.attr("axis"))
+    axis = int(imp.attr("axis", kind=int))
     if not -rank <= axis < rank:
         raise imp.error(f"axis {axis} is out of range for rank {rank}")
     axis %= rank
     for t in parts[1:]:
         if t.dtype != first.dtype or len(t.shape) != rank:
-            raise imp.error(f"inputs {first.name!r} and {t.name!r} differ in type or rank")
+            raise imp.error(f"inputs {shorten(first.name)} and {shorten(t.name)} differ in type or rank")
         if any(t.shape[d] != first.shape[d] for d in range(rank) if d != axis):
             raise imp.error(f"input shapes {[list(p.shape) for p in parts]} differ outside axis {axis}")
         if first.quant is not None and (t.quant is None or not same_quant(t.quant, first.quant)):
-            raise imp.unsupported(f"inputs {first.name!r} and {t.name!r} have different quantizations (a plain "
+            raise imp.unsupported(f"inputs {shorten(first.name)} and {shorten(t.name)} have different quantizations "
+                                  "(a plain "
                                   "Concat cannot requantize; QLinearConcat can)")
     shape = list(first.shape)
     shape[axis] = sum(t.shape[axis] for t in parts)
@@ -155,13 +157,13 @@ def pad(imp: Importer, node: Node) -> None:
     rank = len(x.shape)
     mode = imp.attr("mode", "constant")
     if mode != "constant":
-        raise imp.unsupported(f"Pad mode {mode!r} is not supported (supported: constant)")
+        raise imp.unsupported(f"Pad mode {shorten(mode)} is not supported (supported: constant)")
     if imp.opset >= 11:
         pads = imp.int_list_in(1, "pads")
         value = imp.const_in(2, "constant_value", required=False)
         axes = imp.int_list_in(3, "axes", required=False)
     else:
-        pads, value, axes = [int(p) for p in imp.attr("pads")], np.float32(imp.attr("value", 0.0)), None
+        pads, value, axes = [int(p) for p in imp.attr("pads", kind=list)], np.float32(imp.attr("value", 0.0)), None
     axes = list(range(rank)) if axes is None else _axes(imp, axes, rank)
     if len(pads) != 2 * len(axes):
         raise imp.error(f"{len(pads)} pads for {len(axes)} axes")
@@ -183,7 +185,7 @@ def pad(imp: Importer, node: Node) -> None:
         return
     stored = int(np.asarray(stored).reshape(-1)[0]) if np.size(stored) else 0
     if x.quant is None or x.quant.kind != "per_tensor":
-        raise imp.unsupported(f"Pad of {x.dtype} data {x.name!r} that is not quantized per tensor")
+        raise imp.unsupported(f"Pad of {x.dtype} data {shorten(x.name)} that is not quantized per tensor")
     _emit_like(imp, "Pad", x, shape, pads=full, value=stored)
 
 
@@ -209,5 +211,5 @@ def slice_(imp: Importer, node: Node) -> None:
     if any(n == 0 for n in size):
         raise imp.unsupported("Slice with an empty result")
     if x.quant is not None and x.quant.kind != "per_tensor":
-        raise imp.unsupported(f"Slice of {x.quant.kind} quantized {x.name!r}")
+        raise imp.unsupported(f"Slice of {x.quant.kind} quantized {shorten(x.name)}")
     _emit_like(imp, "Slice", x, tuple(size), begin=begin, steps=stride)

@@ -34,9 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GraphError, QcError, UnsupportedError
+from ..errors import GraphError, QcError, UnsupportedError, in_context
 from ..ir.dtypes import wrap_to
 from ..ir.graph import Graph, Op, Tensor
+from ..ir.limits import ModelBudget
 from ..semantics import stablehlo as sem
 from .mlir import ast, parse_file
 from .mlir.types import TensorType, UniformQuantType
@@ -148,8 +149,11 @@ def _dense(attr: ast.DenseElementsAttr) -> np.ndarray:
         raise UnsupportedError("complex constants are not supported")
     if values and isinstance(values[0], bool):
         return np.asarray(values, np.int64).reshape(shape)
+    if values and isinstance(values[0], int) and not all(-(1 << 63) <= v < 1 << 63 for v in values):
+        raise UnsupportedError(f"constant of {attr.type}: values beyond the int64 range are not supported")
     if values and isinstance(values[0], float):
-        return np.asarray(values, np.float64).astype(np.float32).reshape(shape)
+        with np.errstate(over="ignore"):  # a literal beyond f32: inf, as IEEE converts
+            return np.asarray(values, np.float64).astype(np.float32).reshape(shape)
     return np.asarray(values, np.int64).reshape(shape)
 
 
@@ -178,6 +182,7 @@ class _Converter:
         self.checks: list[Check] = []
         self.returns: list[str] = []
         self.check_results: set[str] = set()
+        self.budget = ModelBudget()
 
     def where(self, obj: ast.Operation | ast.Argument | ast.Func) -> str:
         return f"{self.fn.filename}:{obj.line}:{obj.col}"
@@ -194,6 +199,7 @@ class _Converter:
         require_supported(t, where)
         if name in self.graph.tensors:
             raise GraphError(f"{where}: value %{name} is defined twice")
+        self.budget.declare(t.shape, t.dtype.container_bytes, where)
         self.graph.tensors[name] = Tensor(name, tuple(t.shape), t.dtype, t.quant, data)
 
     def run(self) -> Program:
@@ -232,7 +238,12 @@ class _Converter:
         return view
 
     def operation(self, op: ast.Operation, view: OpView | None) -> None:
-        where = self.where(op)
+        try:
+            self._operation(op, view, self.where(op))
+        except UnsupportedError as exc:  # (from reading its attributes: name the op)
+            raise exc if str(exc).startswith(self.where(op)) else in_context(exc, self.where(op)) from None
+
+    def _operation(self, op: ast.Operation, view: OpView | None, where: str) -> None:
         if op.name in ("func.return", "stablehlo.return"):
             self.returns = [_tensor_name(v) for v in op.operands]
             return
@@ -245,7 +256,9 @@ class _Converter:
             value = op.attr("value")
             if not isinstance(value, ast.DenseElementsAttr):
                 raise UnsupportedError(f"{where}: constant must be dense<...>")
-            self.add_tensor(_tensor_name(op.results[0]), view.results[0], where, _dense(value))
+            name = _tensor_name(op.results[0])
+            self.add_tensor(name, view.results[0], where)  # (counted against the limits before the data is made)
+            self.graph.tensors[name].data = _dense(value)
             return
         outputs = [_tensor_name(v) for v in op.results]
         for name, t in zip(outputs, view.results, strict=True):
@@ -353,7 +366,7 @@ _INT_OPS: dict[str, Callable[..., np.ndarray]] = {
 def _fold_elementwise(op: Op, args: list[np.ndarray], ins: list[Tensor], outs: list[Tensor]) -> np.ndarray | None:
     """Non-quantized element-wise ops on constants: float32 with the interpreter's arithmetic, integers with
     two's complement wrap-around."""
-    short = op.kind.split(".", 1)[1]
+    short = op.kind.split(".", 1)[-1]
     if any(t.quant is not None for t in ins + outs):
         return None
     if all(t.dtype.is_float for t in ins + outs):
@@ -375,10 +388,14 @@ def _fold_op(graph: Graph, op: Op) -> bool:
         return False
     folder = _FOLDERS.get(op.kind)
     args = [t.data for t in ins]
-    value = folder(op, args, ins, outs) if folder else _fold_elementwise(op, args, ins, outs)
-    if value is None:
-        return False
-    outs[0].data = np.asarray(value).reshape(outs[0].shape).astype(outs[0].dtype.numpy)
+    try:  # (numpy on the op's attributes as written: a bad permutation, axis or shape fails here first)
+        value = folder(op, args, ins, outs) if folder else _fold_elementwise(op, args, ins, outs)
+        if value is None:
+            return False
+        with np.errstate(over="ignore"):  # float64 -> float32 beyond the range: inf, as IEEE converts
+            outs[0].data = np.asarray(value).reshape(outs[0].shape).astype(outs[0].dtype.numpy)
+    except (ValueError, IndexError, TypeError, KeyError) as exc:
+        raise GraphError(f"{op.name}: cannot evaluate {op.kind} on its constant operands ({exc})") from None
     return True
 
 

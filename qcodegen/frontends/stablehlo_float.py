@@ -230,7 +230,7 @@ EXACT = Arithmetic(np.float64, sem.quantize_exact, sem.dequantize_exact, sem.req
 
 
 def _elementwise(op: Op, args: list[np.ndarray], arith: Arithmetic) -> np.ndarray:
-    short = op.kind.split(".", 1)[1]
+    short = op.kind.split(".", 1)[-1]
     args = [np.asarray(v, arith.float_type) for v in args]
     with np.errstate(all="ignore"):
         if short in arith.unary and len(args) == 1:

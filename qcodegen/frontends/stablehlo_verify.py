@@ -178,7 +178,10 @@ class OpView:
 
     def ints(self, name: str) -> tuple[int, ...]:
         a = self.op.attr(name)
-        return ast.int_list(a) if a is not None else ()
+        try:
+            return ast.int_list(a) if a is not None else ()
+        except TypeError:
+            raise self.fail(f"attribute {name} must be a list of integers") from None
 
 
 def _same_params(a: UniformQuantType, b: UniformQuantType) -> bool:
@@ -342,10 +345,75 @@ def _verify_dot_like(v: OpView, rhs_axis_ok: Callable[[int], str | None], res_ax
         raise v.fail("mismatched rhs and result quantization granularity")
 
 
+def _check_axes(v: OpView, what: str, axes: tuple[int, ...], rank: int, count: int | None = None) -> None:
+    """`axes` (of an operand of rank `rank`) unique and in range, `count` of them where given."""
+    if count is not None and len(axes) != count:
+        raise v.fail(f"{what} has {len(axes)} dimensions, expected {count}")
+    if len(set(axes)) != len(axes) or any(not 0 <= a < rank for a in axes):
+        raise v.fail(f"{what} {list(axes)} must be distinct dimensions in [0, {rank})")
+
+
+def _static(*types: TensorT) -> bool:
+    return all(t.static for t in types)
+
+
+def _verify_convolution_structure(v: OpView, dims: ast.ConvDimensionNumbers) -> None:
+    """The StableHLO convolution constraints on dimension numbers, window attributes and group counts
+    (C1-C23) that the lowering relies on."""
+    if len(v.operands) != 2 or len(v.results) != 1 or not _static(*v.operands, *v.results):
+        return
+    (lhs, rhs), res = v.operands, v.results[0]
+    n = len(lhs.shape)
+    if len(rhs.shape) != n or len(res.shape) != n or n < 2:
+        raise v.fail(f"needs lhs, rhs and result of one rank >= 2, got {lhs.shape}, {rhs.shape}, {res.shape}")
+    _check_axes(v, "input dimensions", (dims.input_batch_dimension, *dims.input_spatial_dimensions,
+                                        dims.input_feature_dimension), n, n)
+    _check_axes(v, "kernel dimensions", (dims.kernel_input_feature_dimension, dims.kernel_output_feature_dimension,
+                                         *dims.kernel_spatial_dimensions), n, n)
+    _check_axes(v, "output dimensions", (dims.output_batch_dimension, *dims.output_spatial_dimensions,
+                                         dims.output_feature_dimension), n, n)
+    for name in ("window_strides", "lhs_dilation", "rhs_dilation"):
+        values = v.ints(name)
+        if values and (len(values) != n - 2 or min(values) < 1):
+            raise v.fail(f"{name} {list(values)} must be {n - 2} positive values")
+    padding = v.op.attr("padding")
+    if isinstance(padding, ast.DenseElementsAttr) and padding.type.shape != (n - 2, 2):
+        raise v.fail(f"padding must have shape [{n - 2}, 2]")
+    groups, batch_groups = v.int_attr("feature_group_count", 1), v.int_attr("batch_group_count", 1)
+    features, batch = lhs.shape[dims.input_feature_dimension], lhs.shape[dims.input_batch_dimension]
+    outputs = rhs.shape[dims.kernel_output_feature_dimension]
+    if groups < 1 or batch_groups < 1 or (groups > 1 and batch_groups > 1):
+        raise v.fail(f"feature_group_count {groups} and batch_group_count {batch_groups} must be positive, one "
+                     f"of them 1")
+    if features % groups or batch % batch_groups or outputs % groups or outputs % batch_groups \
+            or rhs.shape[dims.kernel_input_feature_dimension] * groups != features:
+        raise v.fail(f"group counts ({groups}, {batch_groups}) do not divide the batch {batch}, input features "
+                     f"{features} and output features {outputs}, or the kernel's input features")
+
+
+def _verify_dot_general_structure(v: OpView, dims: ast.DotDimensionNumbers) -> None:
+    """The StableHLO dot_general constraints on batching and contracting dimensions (C1-C10)."""
+    if len(v.operands) != 2 or not _static(*v.operands):
+        return
+    lhs, rhs = v.operands
+    if len(dims.lhs_batching_dimensions) != len(dims.rhs_batching_dimensions) or \
+            len(dims.lhs_contracting_dimensions) != len(dims.rhs_contracting_dimensions):
+        raise v.fail("needs as many lhs as rhs batching dimensions, and contracting dimensions")
+    _check_axes(v, "lhs batching and contracting dimensions",
+                dims.lhs_batching_dimensions + dims.lhs_contracting_dimensions, len(lhs.shape))
+    _check_axes(v, "rhs batching and contracting dimensions",
+                dims.rhs_batching_dimensions + dims.rhs_contracting_dimensions, len(rhs.shape))
+    for a, b in zip(dims.lhs_batching_dimensions + dims.lhs_contracting_dimensions,
+                    dims.rhs_batching_dimensions + dims.rhs_contracting_dimensions, strict=True):
+        if lhs.shape[a] != rhs.shape[b]:
+            raise v.fail(f"lhs dimension {a} ({lhs.shape[a]}) and rhs dimension {b} ({rhs.shape[b]}) differ")
+
+
 def _verify_convolution(v: OpView) -> None:
     dims = v.op.attr("dimension_numbers")
     if not isinstance(dims, ast.ConvDimensionNumbers):
         raise v.fail("needs dimension_numbers")
+    _verify_convolution_structure(v, dims)
     _verify_dot_like(
         v, lambda axis: None if axis == dims.kernel_output_feature_dimension else
         "quantization dimension of rhs should be same with kernel_output_feature_dimension",
@@ -357,9 +425,43 @@ def _verify_dot_general(v: OpView) -> None:
     dims = v.op.attr("dot_dimension_numbers")
     if not isinstance(dims, ast.DotDimensionNumbers):
         raise v.fail("needs dot_dimension_numbers")
+    _verify_dot_general_structure(v, dims)
     _verify_dot_like(
         v, lambda axis: "Quantization dimension of rhs should not be in the contracting dimension of rhs"
         if axis in dims.rhs_contracting_dimensions else None, lambda axis: None)
+
+
+# dimension attributes: (attribute, operand index or -1 for the result whose rank bounds them, a permutation?)
+_DIMENSIONS = {
+    "stablehlo.transpose": ("permutation", 0, True), "stablehlo.reduce": ("dimensions", 0, False),
+    "stablehlo.reverse": ("dimensions", 0, False), "stablehlo.broadcast_in_dim": ("broadcast_dimensions", -1, False),
+    "stablehlo.concatenate": ("dimension", 0, False),
+}
+
+
+def _check_dimensions(v: OpView) -> None:
+    """Dimension attributes distinct and inside the rank (a permutation for transpose), gather's dimension
+    numbers of the gather kind, slice bounds inside the operand."""
+    if v.op.name == "stablehlo.gather" and not isinstance(v.op.attr("dimension_numbers"),
+                                                          ast.GatherDimensionNumbers):
+        raise v.fail("needs #stablehlo.gather dimension_numbers")
+    if v.op.name == "stablehlo.slice" and v.operands and v.operands[0].static:
+        shape = v.operands[0].shape
+        start, limit, strides = v.ints("start_indices"), v.ints("limit_indices"), v.ints("strides") or (1,) * len(shape)
+        if not len(start) == len(limit) == len(strides) == len(shape) or not all(
+                0 <= a <= b <= d and s > 0 for a, b, s, d in zip(start, limit, strides, shape, strict=True)):
+            raise v.fail(f"start {list(start)}, limit {list(limit)} and strides {list(strides)} do not fit the "
+                         f"operand shape {list(shape)}")
+    if v.op.name not in _DIMENSIONS:
+        return
+    name, which, permutation = _DIMENSIONS[v.op.name]
+    types = v.operands if which >= 0 else v.results
+    attr = v.op.attr(name)
+    if not types or types[which].shape is None or attr is None:
+        return
+    rank = len(types[which].shape)
+    dims = (attr.value,) if isinstance(attr, ast.IntegerAttr) else v.ints(name)
+    _check_axes(v, name, dims, rank, rank if permutation else None)
 
 
 _RULES: dict[str, Callable[[OpView], None]] = {
@@ -371,9 +473,20 @@ _RULES: dict[str, Callable[[OpView], None]] = {
 }
 
 
+# operands and results of the ops with rules (dynamic_broadcast_in_dim: operand and output dimensions)
+_ARITY = {"stablehlo.dynamic_broadcast_in_dim": (2, 1), "stablehlo.convolution": (2, 1),
+          "stablehlo.dot_general": (2, 1)}
+
+
 def verify_op(v: OpView) -> None:
     """Raise GraphError when the op breaks a StableHLO constraint on quantized types."""
+    if v.op.name in _RULES:
+        operands, results = _ARITY.get(v.op.name, (1, 1))
+        if len(v.operands) != operands or len(v.results) != results:
+            raise v.fail(f"takes {operands} operand(s) and gives {results} result(s), got {len(v.operands)} and "
+                         f"{len(v.results)}")
     _check_per_axis_use(v)
+    _check_dimensions(v)
     if v.op.name.startswith("stablehlo.") and v.short in ELEMENTWISE:
         _check_baseline(v)
     rule = _RULES.get(v.op.name)

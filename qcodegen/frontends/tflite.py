@@ -19,8 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GraphError, QcError, UnsupportedError, install_hint
+from ..errors import GraphError, QcError, UnsupportedError, install_hint, shorten
+from ..ir.dtypes import dtype
 from ..ir.graph import Graph, Op, Tensor
+from ..ir.limits import ModelBudget
 from ..ir.quant import QuantType
 from .tflite_state import RESOURCE_OPS, TfliteState
 
@@ -102,6 +104,7 @@ class _Importer:
         self.op_names = _enum_names(schema, "BuiltinOperator")
         self.graph = Graph(name, options={"rescale_rounding": "double_round", "source": "tflite"})
         self.names: dict[int, str] = {}
+        self.budget = ModelBudget()
         self.state = TfliteState(self)
 
     def for_subgraph(self, index: int) -> _Importer:
@@ -135,11 +138,12 @@ class _Importer:
         name = self.unique_name(_text(t.name) if t.name else f"t{index}", index)
         type_name = self.type_names.get(t.type, str(t.type))
         if type_name not in _TYPES:
-            raise UnsupportedError(f"{self.where}: tensor {name!r} has type {type_name}, which qcodegen does not "
-                                   f"support (supported: {', '.join(_TYPES)})")
+            raise UnsupportedError(f"{self.where}: tensor {shorten(name)} has type {type_name}, which qcodegen does "
+                                   f"not support (supported: {', '.join(_TYPES)})")
         if t.sparsity is not None:
-            raise UnsupportedError(f"{self.where}: tensor {name!r} is sparse; sparse tensors are not supported")
+            raise UnsupportedError(f"{self.where}: tensor {shorten(name)} is sparse; sparse tensors are not supported")
         shape = tuple(int(d) for d in (t.shape if t.shape is not None else ()))
+        self.budget.declare(shape, dtype(_TYPES[type_name]).container_bytes, f"{self.where}: tensor {shorten(name)}")
         tensor = Tensor(name, shape, _TYPES[type_name], self.quant(t, name, shape, _TYPES[type_name]))
         tensor.data = self.data(t, tensor)
         return tensor
@@ -149,13 +153,13 @@ class _Importer:
         if q is None or q.scale is None or len(q.scale) == 0 or storage == "f32":
             return None
         if q.details is not None:
-            raise UnsupportedError(f"{self.where}: tensor {name!r} uses custom/blockwise quantization details")
+            raise UnsupportedError(f"{self.where}: tensor {shorten(name)} uses custom/blockwise quantization details")
         scales = np.asarray(q.scale, np.float32).astype(np.float64)
         zps = np.asarray(q.zeroPoint if q.zeroPoint is not None and len(q.zeroPoint) else [0], np.int64)
         if scales.size == 1:
             return QuantType.per_tensor(storage, float(scales[0]), int(zps[0]))
         if zps.size not in (1, scales.size):
-            raise self.fail(f"tensor {name!r}: {scales.size} scales but {zps.size} zero points")
+            raise self.fail(f"tensor {shorten(name)}: {scales.size} scales but {zps.size} zero points")
         axis = int(q.quantizedDimension)
         if len(shape) == 1 and axis != 0 and shape[0] == scales.size:
             axis = 0  # converters label biases with the conv's output axis (e.g. 3 for a depthwise bias)
@@ -166,7 +170,7 @@ class _Importer:
         if t.buffer == 0 or t.isVariable:  # TFLM ignores a variable tensor's data (tflite_state.default_fill)
             return None
         if not 0 <= t.buffer < len(buffers):
-            raise self.fail(f"tensor {tensor.name!r} refers to buffer {t.buffer} of {len(buffers)}")
+            raise self.fail(f"tensor {shorten(tensor.name)} refers to buffer {t.buffer} of {len(buffers)}")
         buf = buffers[t.buffer]
         if buf.data is not None and len(buf.data):
             raw = np.asarray(buf.data, np.uint8).tobytes()
@@ -181,7 +185,8 @@ class _Importer:
         else:
             vals = np.frombuffer(raw, tensor.dtype.numpy.newbyteorder("<"))
         if vals.size < tensor.size or (not tensor.dtype.is_packed and vals.size != tensor.size):
-            raise self.fail(f"constant {tensor.name!r}: buffer holds {len(raw)} bytes for shape {list(tensor.shape)}")
+            raise self.fail(f"constant {shorten(tensor.name)}: buffer holds {len(raw)} bytes for shape "
+                            f"{list(tensor.shape)}")
         return vals[:tensor.size].astype(tensor.dtype.numpy).reshape(tensor.shape)
 
     # --- ops ----------------------------------------------------------------------------------
@@ -293,8 +298,8 @@ def _reject_float(graph: Graph, where: str) -> None:
             continue
         weights = [t for t in ins if t.is_const and t.quant is not None]
         kind = "hybrid (weight-only quantized)" if weights else "float"
-        raise UnsupportedError(f"{where}: {kind} model: {op.kind} {op.name!r} computes on float32 tensor "
-                               f"{floats[0].name!r}; qcodegen compiles fully quantized (int8/int16) models only")
+        raise UnsupportedError(f"{where}: {kind} model: {op.kind} {shorten(op.name)} computes on float32 tensor "
+                               f"{shorten(floats[0].name)}; qcodegen compiles fully quantized (int8/int16) models only")
 
 
 def load_tflite(path: str | Path) -> Graph:

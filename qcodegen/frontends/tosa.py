@@ -17,8 +17,6 @@ the main block. TOSA tensors carry no quantization: values are raw integers of t
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -26,8 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GraphError, QcError, UnsupportedError, install_hint
+from ..errors import GraphError, QcError, UnsupportedError, shorten
+from ..ir.dtypes import dtype
 from ..ir.graph import Graph, Op, Tensor
+from ..ir.limits import ModelBudget
+from . import tosa_schema as S
+from .flatbuffer import FlatbufferError, FlatTable, N, root_table, runtime_missing
 
 # TOSA element type -> qcodegen dtype
 DTYPES = {"BOOL": "bool", "INT4": "i4", "INT8": "i8", "INT16": "i16", "INT32": "i32", "INT48": "i48",
@@ -35,10 +37,6 @@ DTYPES = {"BOOL": "bool", "INT4": "i4", "INT8": "i8", "INT16": "i16", "INT32": "
 # little-endian storage of constant data: numpy type per TOSA element type (INT4 and INT48 are special)
 _STORAGE = {"BOOL": "u1", "INT8": "i1", "INT16": "<i2", "INT32": "<i4", "INT64": "<i8", "SHAPE": "<i8",
             "FP32": "<f4"}
-# attribute fields holding an enum, and the tosa module enum they index
-_ENUMS = {"acc_type": "DType", "rounding_mode": "RoundingMode", "nan_mode": "NanPropagationMode",
-          "mode": "ResizeMode", "block_size": "BlockSize"}
-_ACCESSOR_SKIP = re.compile(r"^(Init|GetRootAs.*|.*BufferHasIdentifier|.*AsNumpy|.*Length|.*IsNone)$")
 
 # shape operands of each operator, in order: they become attributes of these names
 SHAPE_OPERANDS: dict[str, tuple[str, ...]] = {
@@ -147,18 +145,18 @@ class TosaGraphBuilder:
 
     def add_tensor(self, t: Tensor) -> None:
         if t.name in self.graph.tensors or t.name in self.shapes:
-            raise GraphError(f"tensor {t.name!r} is declared twice")
+            raise GraphError(f"tensor {shorten(t.name)} is declared twice")
         self.graph.tensors[t.name] = t
 
     def add_shape(self, name: str, rank: int, values: Shape | None) -> None:
         if name in self.graph.tensors or name in self.shapes:
-            raise GraphError(f"shape {name!r} is declared twice")
+            raise GraphError(f"shape {shorten(name)} is declared twice")
         self.shape_ranks[name] = rank
-        self.set_shape(name, values, f"shape {name!r}")
+        self.set_shape(name, values, f"shape {shorten(name)}")
 
     def set_shape(self, name: str, values: Shape | None, where: str) -> None:
         if values is not None and len(values) != self.shape_ranks[name]:
-            raise GraphError(f"{where}: a shape of length {len(values)} for {name!r}, declared of length "
+            raise GraphError(f"{where}: a shape of length {len(values)} for {shorten(name)}, declared of length "
                              f"{self.shape_ranks[name]}")
         self.shapes[name] = None if values is None else [int(v) for v in values]
 
@@ -170,14 +168,14 @@ class TosaGraphBuilder:
         """Operator `kind` (TOSA name, upper case); `where` names it in messages."""
         for n in inputs + outputs:
             if n not in self.graph.tensors and n not in self.shapes and n not in self.unsupported:
-                raise GraphError(f"{where}: {n!r} is not a tensor of the graph")
+                raise GraphError(f"{where}: {shorten(n)} is not a tensor of the graph")
         if kind in CONSTANT_OPS:
             if inputs or len(outputs) != 1 or not (outputs[0] in self.unsupported or self.known(outputs[0])):
                 raise GraphError(f"{where}: needs no inputs and one output holding its value")
             return
         odd = [n for n in inputs + outputs if n in self.unsupported]
         if odd and kind in SHAPE_OPS:
-            raise GraphError(f"{where}: operand {odd[0]!r} of a shape operator is not a shape value")
+            raise GraphError(f"{where}: operand {shorten(odd[0])} of a shape operator is not a shape value")
         if odd:
             raise UnsupportedError(self.unsupported[odd[0]])
         shape_args = [self.shape_value(n, where) for n in inputs if n in self.shapes]
@@ -218,24 +216,24 @@ class TosaGraphBuilder:
     def shape_value(self, name: str, where: str) -> Shape:
         value = self.shapes[name]
         if value is None:
-            raise UnsupportedError(f"{where}: shape {name!r} is not known when the graph is compiled")
+            raise UnsupportedError(f"{where}: shape {shorten(name)} is not known when the graph is compiled")
         return value
 
     def finish(self, inputs: list[str], outputs: list[str]) -> Graph:
         g = self.graph
         for n in outputs:
             if n in self.shapes:  # a (static) shape value as a graph output: an i64 constant [rank]
-                values = self.shape_value(n, f"graph output {n!r}")
+                values = self.shape_value(n, f"graph output {shorten(n)}")
                 g.tensors[n] = Tensor(n, (len(values),), "i64", data=np.array(values, np.int64))
                 del self.shapes[n]
         for n in inputs + outputs:
             if n in self.shapes:
-                raise UnsupportedError(f"graph input/output {n!r} is a shape value (dynamic shapes are not "
+                raise UnsupportedError(f"graph input/output {shorten(n)} is a shape value (dynamic shapes are not "
                                        f"supported)")
             if n in self.unsupported:
                 raise UnsupportedError(self.unsupported[n])
             if n not in g.tensors:
-                raise GraphError(f"graph input/output {n!r} is not a tensor of the graph")
+                raise GraphError(f"graph input/output {shorten(n)} is not a tensor of the graph")
         used = {n for op in g.ops for n in op.inputs} | set(outputs)
         # an input read only for its (static) shape is not an input of the compiled graph
         g.inputs, g.outputs = [n for n in inputs if n in used or n not in self.shape_only], list(outputs)
@@ -257,31 +255,12 @@ class TosaGraphBuilder:
 
 # ---- the flatbuffer reader
 
-def schema_class(name: str) -> Any:
-    """Class `name` of the `tosa` flatbuffer package of tosa-tools (module tosa.<name>), imported on first use."""
-    try:
-        module = importlib.import_module(f"tosa.{name}")
-    except ImportError:
-        raise QcError(f"reading TOSA flatbuffers needs tosa-tools: {install_hint('tosa')}") from None
-    return getattr(module, name)
-
-
-def _enum_names(enum: str) -> dict[int, str]:
-    return {v: k for k, v in vars(schema_class(enum)).items() if not k.startswith("_") and isinstance(v, int)}
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
-
-
-def _text(value: bytes | str | None) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value or "")
-
-
 def decode_data(raw: bytes | np.ndarray, tosa_type: str, count: int, where: str) -> np.ndarray:
     """Flat constant values (int64, or float32 for FP32) from the little-endian TOSA serialization."""
     raw = np.frombuffer(bytes(raw), np.uint8)
     if tosa_type == "INT4":  # two per byte, low nibble first
+        if raw.size < (count + 1) // 2:
+            raise GraphError(f"{where}: {raw.size} bytes of INT4 data for {count} elements")
         nib = np.stack([raw & 0xF, raw >> 4], axis=1).reshape(-1)[:count].astype(np.int64)
         values = np.where(nib >= 8, nib - 16, nib)
     elif tosa_type == "INT48":  # six bytes per element, sign-extended
@@ -298,100 +277,109 @@ def decode_data(raw: bytes | np.ndarray, tosa_type: str, count: int, where: str)
         values = values.astype(np.float32 if tosa_type == "FP32" else np.int64)
     else:
         raise UnsupportedError(f"{where}: constant data of type {tosa_type} is not supported")
-    if values.size != count:
-        raise GraphError(f"{where}: {values.size} constant values for {count} elements")
     return values
 
 
-class _FlatbufferReader:
-    """Reads the main block of a TosaGraph."""
+def _enum_name(table: tuple[str, ...] | dict[int, str], value: int) -> str | None:
+    if isinstance(table, dict):
+        return table.get(value)
+    return table[value] if 0 <= value < len(table) else None
 
-    def __init__(self, block: Any, builder: TosaGraphBuilder):
+
+class _FlatbufferReader:
+    """Reads the main block of a TosaGraph (qcodegen.frontends.tosa_schema: slots and types of its tables)."""
+
+    def __init__(self, block: FlatTable, builder: TosaGraphBuilder) -> None:
         self.block = block
         self.builder = builder
-        self.types = _enum_names("DType")
-        self.ops = _enum_names("Op")
-        self.attribute_types = _enum_names("Attribute")
-        self.enums = {field: _enum_names(enum) for field, enum in _ENUMS.items()}
+        self.budget = ModelBudget()
+        self.operators = block.children(S.BLOCK_OPERATORS, "operator")
+
+    @staticmethod
+    def kind(o: FlatTable) -> str:
+        code = o.scalar(S.OPERATOR_OP, N.Uint32Flags)
+        return _enum_name(S.OPS, code) or f"UNKNOWN({code})"
+
+    def tensor_type(self, code: int) -> str:
+        return _enum_name(S.DTYPE, code) or f"UNKNOWN({code})"
 
     def tensors(self) -> None:
-        constant_outputs = {_text(o.Outputs(0)) for o in self._operators()
-                            if self.ops.get(o.Op()) in CONSTANT_OPS and o.OutputsLength() == 1}
-        for i in range(self.block.TensorsLength()):
-            t = self.block.Tensors(i)
-            name = _text(t.Name())
-            where = f"tensor {name!r}"
-            if t.IsUnranked() or t.Variable():
+        constant_outputs = set()
+        for o in self.operators:
+            outputs = o.strings(S.OPERATOR_OUTPUTS)
+            if self.kind(o) in CONSTANT_OPS and len(outputs) == 1:
+                constant_outputs.add(outputs[0])
+        for t in self.block.children(S.BLOCK_TENSORS, "tensor"):
+            name = t.string(S.TENSOR_NAME)
+            where = f"tensor {shorten(name)}"
+            if t.scalar(S.TENSOR_UNRANKED, N.BoolFlags, False) or t.scalar(S.TENSOR_VARIABLE, N.BoolFlags, False):
                 raise UnsupportedError(f"{where}: unranked and variable tensors are not supported")
-            shape = tuple(int(d) for d in (t.ShapeAsNumpy() if t.ShapeLength() else []))
-            if any(d < 0 for d in shape):  # (dynamic dimensions need EXT-DYNAMIC)
-                raise GraphError(f"{where}: negative dimension in shape {list(shape)}")
-            tosa_type = self.types.get(t.Type(), str(t.Type()))
+            if t.scalar(S.TENSOR_OFFSET, N.Uint64Flags) > 1 or t.scalar(S.TENSOR_SIZE, N.Uint64Flags):
+                raise UnsupportedError(f"{where}: data stored outside the flatbuffer (offset/size) is not supported")
+            shape = tuple(int(d) for d in t.numbers(S.TENSOR_SHAPE, N.Int32Flags))
+            tosa_type = self.tensor_type(t.scalar(S.TENSOR_TYPE, N.Uint32Flags))
             if tosa_type not in DTYPES and tosa_type != "SHAPE":
                 self.builder.add_unsupported(name, f"{where}: element type {tosa_type} is not supported "
                                                    f"(supported: {', '.join(DTYPES)})")
                 continue
-            count = int(np.prod(shape, dtype=np.int64))
-            data = None
-            if t.DataLength() or name in constant_outputs:
-                data = decode_data(t.DataAsNumpy() if t.DataLength() else b"", tosa_type, count, where)
+            # (dynamic dimensions, negative, need EXT-DYNAMIC: rejected here)
+            count = self.budget.declare(shape, 8 if tosa_type == "SHAPE" else dtype(DTYPES[tosa_type]).container_bytes,
+                                        where)
+            raw = t.numbers(S.TENSOR_DATA, N.Uint8Flags)
+            data = decode_data(raw, tosa_type, count, where) if raw.size or name in constant_outputs else None
             if tosa_type == "SHAPE":
                 self.builder.add_shape(name, count, None if data is None else data.tolist())
             else:
                 self.builder.add_tensor(Tensor(name, shape, DTYPES[tosa_type],
                                                data=None if data is None else data.reshape(shape)))
-        for i in range(self.block.ShapesLength()):  # shape values kept apart from the tensors (1.1 drafts)
-            s = self.block.Shapes(i)
-            name, rank = _text(s.Name()), int(s.Rank())
-            data = None
-            if s.DataLength() or name in constant_outputs:
-                data = decode_data(s.DataAsNumpy() if s.DataLength() else b"", "SHAPE", rank, f"shape {name!r}")
+        for s in self.block.children(S.BLOCK_SHAPES, "shape"):  # shape values kept apart from the tensors (1.1 drafts)
+            name, rank = s.string(S.SHAPE_NAME), s.scalar(S.SHAPE_RANK, N.Uint32Flags)
+            where = f"shape {shorten(name)}"
+            self.budget.declare([rank], 8, where)
+            raw = s.numbers(S.SHAPE_DATA, N.Uint8Flags)
+            data = decode_data(raw, "SHAPE", rank, where) if raw.size or name in constant_outputs else None
             self.builder.add_shape(name, rank, None if data is None else data.tolist())
 
-    def _operators(self) -> list[Any]:
-        return [self.block.Operators(i) for i in range(self.block.OperatorsLength())]
-
-    def operators(self) -> None:
-        for i, o in enumerate(self._operators()):
-            kind = self.ops.get(o.Op(), f"UNKNOWN({o.Op()})")
+    def read_operators(self) -> None:
+        for i, o in enumerate(self.operators):
+            kind = self.kind(o)
             where = f"operator {i} ({kind})"
-            inputs = [_text(o.Inputs(j)) for j in range(o.InputsLength())]
-            outputs = [_text(o.Outputs(j)) for j in range(o.OutputsLength())]
-            attrs = self.attributes(o, where)
+            inputs, outputs = o.strings(S.OPERATOR_INPUTS), o.strings(S.OPERATOR_OUTPUTS)
+            attrs = self.attributes(o, kind, where)
             if kind == "CLAMP" and inputs and inputs[0] in self.builder.graph.tensors:
                 self.clamp_bounds(attrs, self.builder.graph.tensors[inputs[0]], where)
             self.builder.add_op(kind, inputs, outputs, attrs, where)
 
-    def attributes(self, o: Any, where: str) -> dict[str, Any]:
-        kind = self.attribute_types.get(o.AttributeType(), "NONE")
-        table = o.Attribute()
-        if kind == "NONE" or table is None:
+    def attributes(self, o: FlatTable, kind: str, where: str) -> dict[str, Any]:
+        """The fields of the operator's attribute table by their schema names (enums by name, acc_type as a dtype)."""
+        union_type = o.scalar(S.OPERATOR_ATTRIBUTE_TYPE, N.Uint8Flags)
+        table = o.child(S.OPERATOR_ATTRIBUTE, f"attribute of {where}")
+        if union_type == 0 or table is None:
             return {}
-        cls = schema_class(kind)
-        attr = cls()
-        attr.Init(table.Bytes, table.Pos)
+        if _enum_name(S.OPS, union_type) != kind:
+            raise GraphError(f"{where}: its attribute table is the one of "
+                             f"{_enum_name(S.OPS, union_type) or f'UNKNOWN({union_type})'}")
         values: dict[str, Any] = {}
-        for method, fn in inspect.getmembers(cls, inspect.isfunction):
-            if _ACCESSOR_SKIP.match(method) or method.startswith("_"):
-                continue
-            key = _snake(method)
-            if hasattr(cls, f"{method}AsNumpy"):  # a vector field
-                vec = getattr(attr, f"{method}AsNumpy")()
-                value: Any = [] if isinstance(vec, int) else vec.tolist()
-            elif len(inspect.signature(fn).parameters) == 1:
-                value = getattr(attr, method)()
+        for slot, (field, kind_of_field) in enumerate(S.ATTRIBUTES.get(kind, ())):
+            if kind_of_field == "int32":
+                values[field] = table.scalar(slot, N.Int32Flags)
+            elif kind_of_field == "bool":
+                values[field] = table.scalar(slot, N.BoolFlags, False)
+            elif kind_of_field == "string":
+                values[field] = table.string(slot)
+            elif kind_of_field in ("[int32]", "[ubyte]"):
+                flags = N.Int32Flags if kind_of_field == "[int32]" else N.Uint8Flags
+                values[field] = table.numbers(slot, flags).tolist()
             else:
-                continue
-            if key in self.enums:
-                value = self.enum_value(key, value, where)
-            values[key] = _text(value) if isinstance(value, bytes) else value
+                values[field] = self.enum_value(field, kind_of_field, table.scalar(slot, N.Uint32Flags), where)
         return values
 
-    def enum_value(self, key: str, value: int, where: str) -> str:
-        name = self.enums[key].get(value)
+    @staticmethod
+    def enum_value(field: str, enum: str, value: int, where: str) -> str:
+        name = _enum_name(S.ENUMS[enum], value)
         if name is None:
-            raise GraphError(f"{where}: unknown {key} {value}")
-        return DTYPES.get(name, name.lower()) if key == "acc_type" else name
+            raise GraphError(f"{where}: unknown {field} {value}")
+        return DTYPES.get(name, name.lower()) if enum == "DType" else name
 
     @staticmethod
     def clamp_bounds(attrs: dict[str, Any], x: Tensor, where: str) -> None:
@@ -404,30 +392,35 @@ class _FlatbufferReader:
             attrs[key] = decode_data(raw, tosa_type, 1, f"{where}: {key}")[0].item()
 
     def interface(self) -> tuple[list[str], list[str]]:
-        return ([_text(self.block.Inputs(i)) for i in range(self.block.InputsLength())],
-                [_text(self.block.Outputs(i)) for i in range(self.block.OutputsLength())])
+        return self.block.strings(S.BLOCK_INPUTS), self.block.strings(S.BLOCK_OUTPUTS)
 
 
 def graph_from_tosa(raw: bytes, name: str = "model") -> Graph:
     """A Graph from the bytes of a TOSA flatbuffer (the main block of its first region)."""
-    graph_class = schema_class("TosaGraph")
-    if len(raw) < 8 or raw[4:8] != b"TOSA":
-        raise GraphError(f"not a TOSA flatbuffer (file identifier {raw[4:8]!r}, expected b'TOSA')")
-    try:
-        root = graph_class.GetRootAs(raw, 0)
-        if root.RegionsLength() < 1 or root.Regions(0).BlocksLength() < 1:
-            raise GraphError("the TOSA graph has no region with a basic block")
-        if root.RegionsLength() > 1 or root.Regions(0).BlocksLength() > 1:
-            raise UnsupportedError("TOSA graphs with several regions or blocks (control flow) are not supported")
-        builder = TosaGraphBuilder(name)
-        reader = _FlatbufferReader(root.Regions(0).Blocks(0), builder)
-        reader.tensors()
-        reader.operators()
-        return builder.finish(*reader.interface())
-    except (IndexError, ValueError, TypeError, UnicodeDecodeError) as exc:  # flatbuffers on malformed data
-        raise GraphError(f"malformed TOSA flatbuffer: {exc}") from None
+    missing = runtime_missing("tosa")
+    if missing is not None:
+        raise missing
+    root = root_table(raw, S.FILE_IDENTIFIER, "TOSA")
+    regions = root.children(S.GRAPH_REGIONS, "region")
+    blocks = regions[0].children(S.REGION_BLOCKS, "block") if regions else []
+    if not blocks:
+        raise GraphError("the TOSA graph has no region with a basic block")
+    if len(regions) > 1 or len(blocks) > 1:
+        raise UnsupportedError("TOSA graphs with several regions or blocks (control flow) are not supported")
+    builder = TosaGraphBuilder(name)
+    reader = _FlatbufferReader(blocks[0], builder)
+    reader.tensors()
+    reader.read_operators()
+    return builder.finish(*reader.interface())
 
 
 def load_tosa(path: str | Path) -> Graph:
     path = Path(path)
-    return graph_from_tosa(path.read_bytes(), re.sub(r"\W", "_", path.stem) or "model")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise QcError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return graph_from_tosa(raw, re.sub(r"\W", "_", path.stem) or "model")
+    except FlatbufferError as exc:
+        raise FlatbufferError(f"{path}: {exc}") from None

@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import GraphError, UnsupportedError
+from ..ir.dtypes import dtype
 from ..ir.graph import Graph, Tensor
+from ..ir.limits import ModelBudget
 from .mlir import ast, parse_file
 from .mlir.types import FloatType, IntegerType, OpaqueType, TensorType, UniformQuantType
 from .tosa import TosaGraphBuilder
@@ -91,6 +93,7 @@ class _MlirReader:
         self.func = func
         self.builder = builder
         self.names: dict[ast.ValueRef, str] = {}
+        self.budget = ModelBudget()
 
     def name_values(self) -> None:
         """Tensor names: tosa.tensor_name of arguments and results, else the SSA name."""
@@ -118,7 +121,8 @@ class _MlirReader:
         if _is_shape(t):
             if not t.body.isdigit():
                 raise UnsupportedError(f"{where}: shape type {t} is not supported")
-            self.builder.add_shape(name, int(t.body), None if data is None else data.reshape(-1).tolist())
+            rank = self.budget.declare([int(t.body)], 8, where)
+            self.builder.add_shape(name, rank, None if data is None else self._values(data, rank, t, where).tolist())
             return
         shape = _tensor_shape(t, where)
         try:
@@ -126,9 +130,16 @@ class _MlirReader:
         except UnsupportedError as exc:  # an error only if an operator uses the tensor
             self.builder.add_unsupported(name, str(exc))
             return
+        count = self.budget.declare(shape, dtype(dt).container_bytes, where)
         if data is not None:
-            data = data.reshape(shape)
+            data = self._values(data, count, t, where).reshape(shape)
         self.builder.add_tensor(Tensor(name, shape, dt, data=data))
+
+    @staticmethod
+    def _values(data: np.ndarray, count: int, t: Any, where: str) -> np.ndarray:
+        if data.size != count:
+            raise GraphError(f"{where}: {data.size} constant values for the result type {t}")
+        return data.reshape(-1)
 
     def arguments(self) -> list[str]:
         names = []

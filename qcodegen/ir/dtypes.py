@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import GraphError
+from ..errors import GraphError, shorten
 
 
 @dataclass(frozen=True)
@@ -81,10 +81,9 @@ DTYPES["i1"] = BOOL  # MLIR spelling
 def dtype(name: str | DType) -> DType:
     if isinstance(name, DType):
         return name
-    try:
-        return DTYPES[name]
-    except KeyError:
-        raise GraphError(f"unknown dtype {name!r} (known: {', '.join(DTYPES)})") from None
+    if not isinstance(name, str) or name not in DTYPES:
+        raise GraphError(f"unknown dtype {shorten(name)} (known: {', '.join(DTYPES)})")
+    return DTYPES[name]
 
 def wrap_to(values: np.ndarray, dt: DType) -> np.ndarray:
     """The value of the low `dt.bits` bits of `values` (int64) read as `dt`."""

@@ -16,6 +16,15 @@ from ..errors import GraphError
 from .dtypes import DType, dtype
 
 
+def _numbers(values: object, kind: type, what: str) -> np.ndarray:
+    """`values` as a float64 or int64 array; ValueError (not OverflowError/TypeError) for what does not fit."""
+    try:
+        return np.asarray(values, dtype=kind)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{what} must be {'integers' if kind is np.int64 else 'numbers'} that fit {np.dtype(kind)} "
+                         f"({exc})") from None
+
+
 @dataclass(frozen=True, eq=False)
 class QuantType:
     storage: DType
@@ -28,8 +37,8 @@ class QuantType:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "storage", dtype(self.storage))
-        object.__setattr__(self, "scales", np.asarray(self.scales, dtype=np.float64))
-        object.__setattr__(self, "zero_points", np.asarray(self.zero_points, dtype=np.int64))
+        object.__setattr__(self, "scales", _numbers(self.scales, np.float64, "scales"))
+        object.__setattr__(self, "zero_points", _numbers(self.zero_points, np.int64, "zero points"))
         if self.storage_min is None:
             object.__setattr__(self, "storage_min", self.storage.min)
         if self.storage_max is None:
@@ -37,13 +46,13 @@ class QuantType:
 
     @classmethod
     def per_tensor(cls, storage: str | DType, scale: float, zero_point: int = 0, **kw) -> QuantType:
-        return cls(dtype(storage), np.float64(scale), np.int64(zero_point), **kw)
+        return cls(dtype(storage), scale, zero_point, **kw)
 
     @classmethod
     def per_axis(cls, storage: str | DType, scales: Sequence[float], zero_points: Sequence[int] | int,
                  axis: int, **kw) -> QuantType:
-        scales_arr = np.asarray(scales, np.float64)
-        zps = np.broadcast_to(np.asarray(zero_points, np.int64), scales_arr.shape).copy()
+        scales_arr = _numbers(scales, np.float64, "scales")
+        zps = np.broadcast_to(_numbers(zero_points, np.int64, "zero points"), scales_arr.shape).copy()
         return cls(dtype(storage), scales_arr, zps, axis=axis, **kw)
 
     def same_as(self, other: QuantType | None) -> bool:

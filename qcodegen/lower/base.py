@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GraphError, UnsupportedError
+from ..errors import GraphError, QcError, UnsupportedError, in_context, shorten
 from ..fixedpoint import Rounding, scale_to_multiplier_shift
 from ..ir.dtypes import DType, dtype
 from ..ir.graph import Graph, Op, Tensor
@@ -139,7 +139,7 @@ class Lowerer:
 
 def _with_suggestion(name: str, known: Iterable[str], quote: bool = True) -> str:
     close = difflib.get_close_matches(name, list(known), n=1)
-    return (repr(name) if quote else name) + (f" (did you mean {close[0]!r}?)" if close else "")
+    return (shorten(name) if quote else name) + (f" (did you mean {close[0]!r}?)" if close else "")
 
 
 def _unsupported(kind: str) -> str:
@@ -158,7 +158,15 @@ def lower_graph(graph: Graph) -> Schedule:
     for op in graph.ops:
         lowerer.op = op
         lowerer.attrs_read = set()
-        RULES[op.kind](lowerer, op)
+        try:
+            RULES[op.kind](lowerer, op)
+        except QcError as exc:
+            # name the op and its output where the message does not (e.g. a scale out of RESCALE's range, from the
+            # format's arithmetic)
+            if str(exc).startswith(lowerer.label):
+                raise
+            output = f" (output {shorten(op.outputs[0])})" if op.outputs and op.outputs[0] != op.name else ""
+            raise in_context(exc, lowerer.label + output) from None
         unknown = sorted(set(op.attrs) - lowerer.attrs_read)
         # JSON/builder ops (no "<format>." prefix) are written by hand: an attribute their rule never reads is a
         # mistake (front ends of other formats pass every attribute of their ops, used or not)

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from ..errors import shorten
 from ..fixedpoint import round_half_away, scale_to_multiplier_shift
 from ..ir.graph import Tensor
 from ..ir.quant import QuantType
@@ -34,8 +35,8 @@ def clamp_bounds(q: QuantType, lo: float | None, hi: float | None) -> tuple[int,
 def activation_bounds(lw: Lowerer, q: QuantType) -> dict[str, int]:
     """out_min/out_max of the op's fused activation (attribute `activation`, default "none")."""
     name = lw.attr("activation", "none")
-    if name not in ACTIVATIONS:
-        raise lw.error(f"unknown activation {name!r} (known: {', '.join(ACTIVATIONS)})")
+    if not isinstance(name, str) or name not in ACTIVATIONS:
+        raise lw.error(f"unknown activation {shorten(name)} (known: {', '.join(ACTIVATIONS)})")
     lo, hi = clamp_bounds(q, *ACTIVATIONS[name])
     return {"out_min": lo, "out_max": hi}
 

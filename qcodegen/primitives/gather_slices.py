@@ -99,6 +99,28 @@ def _start_coords(g: GatherDims, indices: tuple[int, ...], k: int, batch: list) 
     return tuple(coords)
 
 
+def _distinct_in(dims: tuple[int, ...], rank: int) -> bool:
+    return len(set(dims)) == len(dims) and all(0 <= d < rank for d in dims)
+
+
+def _check_dims(g: GatherDims, operand: tuple[int, ...], indices: tuple[int, ...], rank: int) -> None:
+    """StableHLO's gather constraints on the dimension numbers (C1-C20 of its specification)."""
+    batch_rank = len(indices) - (g.index_vector_dim < len(indices))
+    require(_distinct_in(g.offset_dims, rank) and list(g.offset_dims) == sorted(g.offset_dims)
+            and rank == len(g.offset_dims) + batch_rank,
+            f"GATHER_SLICES: offset_dims {list(g.offset_dims)} for a rank-{rank} result")
+    require(_distinct_in(g.collapsed_slice_dims + g.operand_batching_dims, len(operand))
+            and len(operand) == len(g.offset_dims) + len(g.collapsed_slice_dims) + len(g.operand_batching_dims),
+            f"GATHER_SLICES: collapsed {list(g.collapsed_slice_dims)} and batching {list(g.operand_batching_dims)} "
+            f"dimensions for a rank-{len(operand)} operand with {len(g.offset_dims)} offset dimensions")
+    require(_distinct_in(g.start_index_map + g.operand_batching_dims, len(operand)),
+            f"GATHER_SLICES: start_index_map {list(g.start_index_map)} for a rank-{len(operand)} operand")
+    require(_distinct_in(g.start_indices_batching_dims, len(indices))
+            and g.index_vector_dim not in g.start_indices_batching_dims
+            and len(g.start_indices_batching_dims) == len(g.operand_batching_dims),
+            f"GATHER_SLICES: start_indices_batching_dims {list(g.start_indices_batching_dims)}")
+
+
 @register
 class GatherSlices(Primitive):
     name = "GATHER_SLICES"
@@ -116,6 +138,7 @@ class GatherSlices(Primitive):
                 f"GATHER_SLICES: operand/result types {x.dtype} -> {y.dtype} (one of {list(_TYPES)})")
         require(idx.dtype.name in _INDEX_TYPES,
                 f"GATHER_SLICES: index type {idx.dtype} is not one of {list(_INDEX_TYPES)}")
+        _check_dims(g, operand, indices, len(io.outs[0].shape))
         require(len(g.slice_sizes) == len(operand),
                 f"GATHER_SLICES: {len(g.slice_sizes)} slice sizes for rank {len(operand)}")
         require(all(0 <= s <= d for s, d in zip(g.slice_sizes, operand, strict=True)),

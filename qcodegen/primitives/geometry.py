@@ -65,6 +65,8 @@ class Window:
         require(min(stride) >= 1, f"{op}: stride {list(stride)} must be >= 1")
         require(min(dilation) >= 1, f"{op}: dilation {list(dilation)} must be >= 1")
         require(min(pad) >= 0, f"{op}: pad {list(pad)} must be >= 0")
+        require(max(*kernel, *stride, *dilation, *pad) < 1 << 31,  # (TOSA attributes are int32; so is the C)
+                f"{op}: kernel, stride, dilation and pad must fit int32")
         n, ih, iw, c = x.shape
         return cls(op, (n, ih, iw, c), (int(kernel[0]), int(kernel[1])), (stride[0], stride[1]),
                    (dilation[0], dilation[1]), (pad[0], pad[1], pad[2], pad[3]))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...ir.limits import element_count
 from .types import TensorType, Type
 
 Scalar = int | float | bool | complex
@@ -77,8 +78,10 @@ class DenseElementsAttr:
         return self.type.shape
 
     def flat(self) -> list[Scalar]:
-        """All elements in row-major order (a splat expanded)."""
-        return list(self.values) * self.type.num_elements if self.splat else list(self.values)
+        """All elements in row-major order (a splat expanded, up to the element limit of qcodegen/ir/limits.py)."""
+        if not self.splat:
+            return list(self.values)
+        return list(self.values) * element_count(self.type.shape, f"splat dense<> of {self.type}")
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,9 @@ def _describe(tok: Token) -> str:
     return f"'{text}'"
 
 
+_F64 = FloatType("f64")
+
+
 class _Parser:
     def __init__(self, source: Source, start: int, end: int) -> None:
         self.src = source
@@ -397,12 +400,18 @@ class _Parser:
         return None, tuple(blocks)
 
     def _scale_zero_point(self) -> tuple[Token, float, int]:
+        """``scale[:zero_point]`` as MLIR reads it: the scale a double (a 0x literal is the bit pattern of a double,
+        as in MLIR's parseFloat; the range of the expressed type is checked by the StableHLO verifier), the zero
+        point an i64."""
         tok = self.tok
         if tok.kind not in ("float", "int"):
             self._expected("scale")
         self._advance()
-        scale = self._float_value(tok, False, None)
-        return tok, scale, self._signed_int("zero point") if self._accept(":") else 0
+        scale = self._float_value(tok, False, _F64)
+        zero_point = self._signed_int("zero point") if self._accept(":") else 0
+        if not -(1 << 63) <= zero_point < 1 << 63:
+            self._fail(f"zero point {zero_point} does not fit i64", tok)
+        return tok, scale, zero_point
 
     def _scale_list(self, params: list[tuple[Token, float, int]]) -> tuple[int, ...]:
         self._enter()
@@ -820,7 +829,10 @@ class _Parser:
         return op
 
     def _generic_op(self, op: Operation) -> None:
-        op.name = self._string(self._advance())
+        tok = self._advance()
+        op.name = self._string(tok)
+        if not op.name:
+            self._fail("empty operation name is invalid", tok)
         self._expect("(")
         op.operands = self._values_until(")")
         if self._accept("["):
@@ -1334,20 +1346,30 @@ class _Parser:
                 self._check_region(func.body, ())
         self._check_region(Region([Block(None, [], module.operations)]), ())
 
-    def _check_region(self, region: Region, outer: tuple[set[ValueRef], ...]) -> None:
-        """Every use names a value of this region or an enclosing one; no value is defined twice in a region."""
-        own: set[ValueRef] = set()
+    def _check_region(self, region: Region, outer: tuple[dict[ValueRef, Type | None], ...]) -> None:
+        """Every use names a value of this region or an enclosing one, with the type the value was defined with;
+        no value is defined twice in a region."""
+        own: dict[ValueRef, Type | None] = {}
         for block in region.blocks:
-            for value in [a.value for a in block.arguments] + [r for op in block.operations for r in op.results]:
+            defined = [(a.value, a.type) for a in block.arguments]
+            for op in block.operations:
+                types = op.result_types if len(op.result_types) == len(op.results) else [None] * len(op.results)
+                defined += zip(op.results, types, strict=True)
+            for value, t in defined:
                 if value in own:
                     raise MlirSyntaxError(self.src.filename, value.line, value.col, f"redefinition of {value}")
-                own.add(value)
+                own[value] = t
         scopes = (own, *outer)
         for block in region.blocks:
             for op in block.operations:
-                for value in op.operands:
-                    if not any(value in scope for scope in scopes):
+                uses = op.operand_types if len(op.operand_types) == len(op.operands) else [None] * len(op.operands)
+                for value, used in zip(op.operands, uses, strict=True):
+                    scope = next((scope for scope in scopes if value in scope), None)
+                    if scope is None:
                         raise MlirSyntaxError(self.src.filename, value.line, value.col, f"use of undefined {value}")
+                    if used is not None and scope[value] is not None and used != scope[value]:
+                        raise MlirSyntaxError(self.src.filename, value.line, value.col,
+                                              f"use of {value} as {used}, defined as {scope[value]}")
                 for nested in op.regions:
                     self._check_region(nested, scopes)
 

@@ -126,7 +126,8 @@ class UniformQuantType:
     """``!quant.uniform``: per-tensor (axis None, no block sizes), per-axis (axis set) or sub-channel (block sizes).
 
     ``scales``/``zero_points``/``scale_texts`` are flat in row-major order of ``scales_shape``: () per tensor, (n,) per
-    axis, the nesting of the ``{{...}}`` list for sub-channel. A scale is ``float(text)`` of its decimal text.
+    axis, the nesting of the ``{{...}}`` list for sub-channel. A scale is read as MLIR reads it: a double, a ``0x``
+    literal being the bit pattern of a double (``0x3FF0000000000000`` is 1.0).
     """
 
     storage: IntegerType  # signedness "signless" (i8, two's complement), "signed" (si8) or "unsigned" (u8, ui8)

@@ -239,6 +239,8 @@ def lower_transpose_conv(lw: Lowerer, op: Op) -> None:
     if padding not in ("SAME", "VALID"):
         raise lw.error(f"padding {padding!r} is not supported (SAME or VALID)")
     stride = (int(lw.attr("stride_h")), int(lw.attr("stride_w")))
+    if min(stride) < 1:
+        raise lw.error(f"stride {list(stride)} must be >= 1")
     (top, bottom), (left, right) = (_transpose_pad(y.shape[1 + i], x.shape[1 + i], w.shape[1 + i], stride[i],
                                                    padding) for i in (0, 1))
     c = _Conv(x, w, rest[0] if rest else None, y, w.shape[0], 0)
