@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import shorten
 from ..ir.graph import Tensor
 from .onnx_geometry import window_2d
 from .onnx_import import Importer, importer
@@ -26,8 +27,8 @@ from .onnx_ops_quant import broadcast
 def _float(imp: Importer, i: int, what: str) -> Tensor:
     t = imp.tensor_in(i)
     if t.dtype.name != "f32":
-        raise imp.unsupported(f"{what} {t.name!r} has type {t.dtype}; float operators read float32 (QDQ models: a "
-                              "DequantizeLinear result)")
+        raise imp.unsupported(f"{what} {shorten(t.name)} has type {t.dtype}; float operators read float32 (QDQ "
+                              "models: a DequantizeLinear result)")
     return t
 
 
@@ -41,7 +42,7 @@ def _with_bias(imp: Importer, kind: str, inputs: list[str], shape: tuple[int, ..
         return
     b = imp.tensor(bias)
     if b.size != int(np.prod(bias_shape)) and b.size != 1:
-        raise imp.error(f"bias {bias!r} of shape {list(b.shape)} does not match the output's {list(shape)}")
+        raise imp.error(f"bias {shorten(bias)} of shape {list(b.shape)} does not match the output's {list(shape)}")
     if b.shape != bias_shape and b.size > 1:
         shaped = imp.new_tensor(imp.fresh(f"{bias}_shaped"), bias_shape, b.dtype.name)
         imp.emit("Reshape", [bias], [shaped.name], shape=list(bias_shape))

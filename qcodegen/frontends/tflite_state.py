@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import UnsupportedError
+from ..errors import UnsupportedError, shorten
 from ..ir.graph import Tensor
 from ..ir.state import StateVar, same_quant
 
@@ -90,7 +90,7 @@ class TfliteState:
             if len(outs) != 1 or not name:
                 raise self.error(i, kind, "expects one output and a shared_name")
             self.handles[outs[0]] = name
-            self.resources.setdefault(name, _Var(name, f"resource variable {name!r}"))
+            self.resources.setdefault(name, _Var(name, f"resource variable {shorten(name)}"))
         elif kind == "tfl.call_once":
             if self.accessed:
                 raise self.error(i, kind, "CALL_ONCE after a READ_VARIABLE or ASSIGN_VARIABLE is not supported")
@@ -127,10 +127,10 @@ class TfliteState:
             if var.init_value is not None:
                 if not _same_spec(var.init_value, like):
                     raise self.error(i, kind, f"CALL_ONCE assigns {var.source} a value of another shape, type "
-                                              f"or quantization than {like.name!r}")
+                                              f"or quantization than {shorten(like.name)}")
                 var.initial = np.asarray(var.init_value.data).astype(like.dtype.numpy).reshape(like.shape)
         elif not _same_spec(self.imp.graph.tensors[var.tensor], like):
-            raise self.error(i, kind, f"{like.name!r} reads or assigns {var.source} with another shape, type or "
+            raise self.error(i, kind, f"{shorten(like.name)} reads or assigns {var.source} with another shape, type or "
                                       f"quantization than its first use (raw bytes reinterpreted: not supported)")
 
     def read(self, i: int, kind: str, var: _Var, out: int) -> None:
@@ -151,12 +151,12 @@ class TfliteState:
             if kind == "tfl.var_handle" and op.outputs is not None and len(op.outputs) == 1:
                 name = _text(getattr(op.builtinOptions, "sharedName", None))
                 handles[int(op.outputs[0])] = name
-                self.resources.setdefault(name, _Var(name, f"resource variable {name!r}"))
+                self.resources.setdefault(name, _Var(name, f"resource variable {shorten(name)}"))
             elif kind == "tfl.assign_variable" and len(ins) == 2 and ins[0] in handles:
                 value = sub.graph.tensors[sub.tensor(ins[1])]
                 if not value.is_const:
                     raise UnsupportedError(f"{self.imp.where}: CALL_ONCE subgraph {index}, operator #{k}: the "
-                                           f"assigned value {value.name!r} is not a constant")
+                                           f"assigned value {shorten(value.name)} is not a constant")
                 self.resources[handles[ins[0]]].init_value = value
             else:
                 raise UnsupportedError(f"{self.imp.where}: CALL_ONCE subgraph {index}, operator #{k} ({kind}): "
@@ -172,12 +172,12 @@ class TfliteState:
             if not tensors[j].isVariable:
                 continue
             if kind != "tfl.svdf" or pos != len(inputs) - 1:
-                raise self.error(i, kind, f"keeps state in variable tensor {ins[pos]!r}; variable tensors are "
+                raise self.error(i, kind, f"keeps state in variable tensor {shorten(ins[pos])}; variable tensors are "
                                           f"supported as SVDF's activation state only")
             var = self.variables.get(j)
             if var is None:
                 t = self.imp.graph.tensors[ins[pos]]
-                var = self.variables[j] = _Var(ins[pos], f"variable tensor {ins[pos]!r}", ins[pos], ins[pos],
+                var = self.variables[j] = _Var(ins[pos], f"variable tensor {shorten(ins[pos])}", ins[pos], ins[pos],
                                                default_fill(t, resource=False), source_index=j)
             t = self.imp.graph.tensors[var.tensor]
             nxt = self.imp.unique_name(f"{var.tensor}_next")
