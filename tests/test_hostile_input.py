@@ -198,6 +198,14 @@ def _constant_of_shape(model, onnx):
     model.graph.output.append(onnx.helper.make_tensor_value_info("big", onnx.TensorProto.FLOAT, None))
 
 
+def _resize_of_constant(model, onnx):
+    """A constant Resize whose scales ask for 2^40 x the weights' elements."""
+    scales = onnx.numpy_helper.from_array(__import__("numpy").array([1, 1, 2**20, 2**20], "float32"), "scales")
+    model.graph.initializer.append(scales)
+    model.graph.node.insert(0, onnx.helper.make_node("Resize", ["w", "", "scales"], ["big"]))
+    model.graph.output.append(onnx.helper.make_tensor_value_info("big", onnx.TensorProto.INT8, None))
+
+
 def _undecodable_name(model, onnx):
     model.graph.name = "g"
     raw = model.SerializeToString()
@@ -207,6 +215,7 @@ def _undecodable_name(model, onnx):
 @pytest.mark.parametrize("edit, message", [
     (_set_group, "attribute 'group' must be an integer"),
     (_constant_of_shape, "QC_MAX_TENSOR_ELEMENTS"),
+    (_resize_of_constant, "QC_MAX_TENSOR_ELEMENTS"),
     (lambda m, onnx: m.graph.initializer[2].dims.__setitem__(0, 2**62), "QC_MAX_TENSOR_ELEMENTS"),
 ])
 def test_onnx_classes_are_clean_errors(tmp_path, capsys, edit, message):

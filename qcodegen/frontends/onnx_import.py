@@ -417,6 +417,22 @@ class Importer:
                 if not np.isfinite(count):
                     raise self.error(f"Range from {start} to {limit} by {delta}: not a finite count")
                 element_count([max(int(np.ceil(count)), 0)], where)
+            elif op in ("Resize", "Upsample") and ins and ins[0] is not None:
+                self._check_resize(op, ins, where)
+
+    def _check_resize(self, op: str, ins: list, where: str) -> None:
+        """The output size of a constant Resize / Upsample, from its `sizes` or its `scales`, within the limits."""
+        sizes = ins[3] if op == "Resize" and len(ins) > 3 else None
+        if sizes is not None and np.size(sizes):
+            element_count([int(d) for d in np.asarray(sizes).reshape(-1)], where)
+            return
+        scales = ins[2] if op == "Resize" and len(ins) > 2 else ins[1] if op == "Upsample" and len(ins) > 1 else None
+        if scales is None or not np.size(scales):
+            return
+        factors = np.asarray(scales, np.float64).reshape(-1)
+        if not np.all(np.isfinite(factors)):
+            raise self.error(f"{op} scales {factors.tolist()[:8]}: not finite")
+        element_count([int(np.floor(d * f)) for d, f in zip(np.shape(ins[0]), factors, strict=False)], where)
 
 
 def same_quant(a: QuantType, b: QuantType) -> bool:
