@@ -216,6 +216,7 @@ def _undecodable_name(model, onnx):
     (_set_group, "attribute 'group' must be an integer"),
     (_constant_of_shape, "QC_MAX_TENSOR_ELEMENTS"),
     (_resize_of_constant, "QC_MAX_TENSOR_ELEMENTS"),
+    (lambda m, onnx: setattr(m.graph.node[1], "op_type", "\x00\x0bConv"), "node #1 '\\x00\\x0bConv'"),
     (lambda m, onnx: m.graph.initializer[2].dims.__setitem__(0, 2**62), "QC_MAX_TENSOR_ELEMENTS"),
 ])
 def test_onnx_classes_are_clean_errors(tmp_path, capsys, edit, message):

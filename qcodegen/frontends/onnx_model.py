@@ -5,6 +5,7 @@ file and the node or tensor, never an exception from deeper down (docs/onnx.md).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -65,6 +66,8 @@ class Node:
     @property
     def label(self) -> str:
         kind = f"{self.domain}.{self.op_type}" if self.domain else self.op_type
+        if not re.fullmatch(r"[\w.]{1,64}", kind, re.ASCII):  # a damaged op type: quoted and escaped
+            kind = shorten(kind)
         return f"node #{self.index} {kind}" + (f" {shorten(self.name)}" if self.name else "")
 
 
