@@ -50,7 +50,8 @@ class _QuantParams(Primitive):
 
     def params(self, io: StepIO) -> tuple[np.ndarray, np.ndarray]:
         """float32 scales and int64 zero points, one per channel or block (one entry when per tensor), flat."""
-        scale = np.asarray(io.attrs["scale"], np.float64).astype(np.float32).reshape(-1)
+        with np.errstate(over="ignore"):  # beyond float32: inf, which the scale checks refuse
+            scale = np.asarray(io.attrs["scale"], np.float64).astype(np.float32).reshape(-1)
         zp = np.broadcast_to(np.asarray(io.attrs["zero_point"], np.int64).reshape(-1), scale.shape)
         return scale, zp
 
