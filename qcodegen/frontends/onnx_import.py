@@ -317,6 +317,8 @@ class Importer:
     def run(self) -> Graph:
         for node in self.model.nodes:
             self.node = node
+            if not any(node.outputs):  # every ONNX operator has an output
+                raise self.error("has no output")
             if self._fold(node):
                 continue
             fn = IMPORTERS.get((node.domain, node.op_type))
