@@ -6,6 +6,8 @@ equal the layer-wise schedule's on random inputs, and the generated C equals the
 schedule."""
 
 import json
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -186,3 +188,21 @@ def test_inspect_reports_both_bounds_and_the_cli_takes_the_goal(tmp_path, capsys
     assert main(["inspect", str(path), "--arena-limit", "16"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("qcodegen: error: no plan fits an arena of 16 B") and err.count("\n") == 1
+
+
+def test_the_search_cuts_stages_into_at_most_the_step_limit(monkeypatch):
+    """Planning time grows with a patched stage's layers x bands: the search skips stages and band heights above
+    MAX_PATCH_STEPS (a damaged model with a huge image would otherwise take minutes)."""
+    from qcodegen.frontends import load_model
+    from qcodegen.plan import patches
+
+    shared = Path(os.environ.get("QC_SHARED_DIR", Path(__file__).resolve().parents[1].parent / "shared"))
+    path = shared / "testdata" / "tflite" / "models" / "person_detect.tflite"
+    if not path.exists():
+        pytest.skip(f"the shared models are not at {shared} (QC_SHARED_DIR)")
+    graph = load_model(path)
+    unlimited = plan(graph, memory=MemoryGoal("min")).patching
+    assert unlimited is not None and len(unlimited.sources) * unlimited.bands > 50
+    monkeypatch.setattr(patches, "MAX_PATCH_STEPS", 50)
+    limited = plan(load_model(path), memory=MemoryGoal("min")).patching
+    assert limited is None or len(limited.sources) * limited.bands <= 50

@@ -41,6 +41,7 @@ WINDOW_OPS = ("CONV2D", "DEPTHWISE_CONV2D", "AVG_POOL2D", "MAX_POOL2D")
 ROW_WISE_OPS = ("RESCALE", "CLAMP", "TABLE", "CAST", "SYMMETRIC_LUT")  # one data input, same shape out
 
 ROWS = (1, 2, 3, 4, 6, 8)  # band heights tried (rows of the stage's output)
+MAX_PATCH_STEPS = 4096  # layers x bands of a stage (planning time grows with them; the bench models need < 500)
 
 # cost model, in Cortex-M4 instructions, fitted on the benchmark models by bench/memory_bench.py --fit (mean error
 # 0.7% of an inference, at most 5%): per MAC of the layer-wise plan; per output channel of every convolution call
@@ -142,6 +143,11 @@ def streamable(chain: list[Layer], n: int) -> bool:
     with a layer's last row-wise step."""
     stage = chain[:n]
     return not (n < len(chain) and chain[n].row_wise) and any(layer.window and not layer.pool for layer in stage)
+
+
+def _band_height(stage: list[Layer]) -> int:
+    """The rows a stage's bands are cut from: its output's, or a global pool's input's."""
+    return stage[-1].rows_in if stage[-1].pool else stage[-1].rows_out
 
 
 def _band_rows(stage: list[Layer], rows: int) -> list[list[tuple[int, int]]]:
@@ -448,15 +454,16 @@ class _Search:
             stage = chain[:n]
             if not streamable(chain, n):
                 continue
+            if n * _band_height(stage) > MAX_PATCH_STEPS:
+                continue
             first = _band_rows(stage, 1)[0]
             if len(first) >= 3 and 2 * first[0][1] <= stage[0].rows_out:
                 found.append(n)
         return found
 
     def heights(self, c: int, n: int) -> list[int]:
-        stage = self.chains[c][:n]
-        height = stage[-1].rows_in if stage[-1].pool else stage[-1].rows_out
-        return [r for r in ROWS if 3 * r <= height]
+        height = _band_height(self.chains[c][:n])
+        return [r for r in ROWS if 3 * r <= height and n * -(-height // r) <= MAX_PATCH_STEPS]
 
     def explore(self, goal: MemoryGoal) -> list[Candidate]:
         """Rows 1 at each stage end while the arena can still shrink, then taller bands at the best ends."""
