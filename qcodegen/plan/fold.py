@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.rescale import RescaleParams
 from ..ir.schedule import CONST, TEMP, Buffer, Schedule, Step
 from .passes import schedule_pass
 
@@ -85,7 +86,7 @@ def _clamp_after(schedule: Schedule, k: int) -> int | None:
     """Index of the CLAMP that alone consumes RESCALE step k's output, if it can be fused."""
     step = schedule.steps[k]
     out = step.outputs[0]
-    if step.op != "RESCALE" or step.attrs.get("output_unsigned") or out in schedule.live_out():
+    if step.op != "RESCALE" or RescaleParams.from_attrs(step.attrs).output_unsigned or out in schedule.live_out():
         return None
     users = schedule.consumers(out)
     if len(users) != 1:
