@@ -59,3 +59,13 @@ class RescaleParams:
                    axis=int(attrs.get("axis", -1)), input_unsigned=bool(attrs.get("input_unsigned", False)),
                    output_unsigned=bool(attrs.get("output_unsigned", False)), out_min=attrs.get("out_min"),
                    out_max=attrs.get("out_max"), odd_ties=None if odd is None else odd)
+
+    def to_attrs(self) -> dict[str, Any]:
+        """The step attributes under TOSA's names; the optional ones only where they differ from their default."""
+        attrs: dict[str, Any] = dict(multiplier=list(self.multiplier), shift=list(self.shift), input_zp=self.input_zp,
+                                     output_zp=self.output_zp, scale32=self.scale32, rounding=self.rounding.value,
+                                     per_channel=self.per_channel, axis=self.axis)
+        optional = dict(input_unsigned=self.input_unsigned or None, output_unsigned=self.output_unsigned or None,
+                        out_min=self.out_min, out_max=self.out_max,
+                        odd_ties=None if self.odd_ties is None else list(self.odd_ties))
+        return attrs | {k: v for k, v in optional.items() if v is not None}
