@@ -136,6 +136,9 @@ class Lowerer:
         params = RescaleParams(multiplier=[m for m, _ in pairs], shift=[s for _, s in pairs], input_zp=input_zp,
                                output_zp=output_zp, scale32=scale32, rounding=mode, per_channel=np.ndim(scale) > 0,
                                axis=axis, **extra)
+        return self.emit_rescale(src, dst, params)
+
+    def emit_rescale(self, src: str, dst: str, params: RescaleParams) -> Step:
         return self.emit("RESCALE", [src], [dst], **params.to_attrs())
 
 
