@@ -111,7 +111,9 @@ def fuse_rescale_clamp(schedule: Schedule) -> None:
             continue
         rescale, clamp = schedule.steps[k], schedule.steps.pop(j)
         dt = schedule.buffers[rescale.outputs[0]].dtype
-        lo, hi = max(dt.min, rescale.attrs.get("out_min", dt.min)), min(dt.max, rescale.attrs.get("out_max", dt.max))
+        r = RescaleParams.from_attrs(rescale.attrs)
+        lo = dt.min if r.out_min is None else max(dt.min, r.out_min)
+        hi = dt.max if r.out_max is None else min(dt.max, r.out_max)
         a, b = int(clamp.attrs["min_val"]), int(clamp.attrs["max_val"])
         rescale.attrs.update(out_min=min(max(lo, a), b), out_max=min(max(hi, a), b))
         rescale.outputs = list(clamp.outputs)
