@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from qcodegen.errors import GraphError
 from qcodegen.fixedpoint import Rounding, Unpredictable, apply_scale_32
+from qcodegen.ir.rescale import RescaleParams
 from qcodegen.reference import run_reference
 from qcodegen.testing import Var, assert_bit_exact, prepare, step_schedule
 
@@ -107,3 +108,18 @@ def test_rescale_c_matches_reference(in_out, rounding, per_channel, channels, ro
 def test_scale16_i48_input():
     assert_bit_exact(rescale_case("i48", "i16", [1 << 14], [30], scale32=False, shape=(9,),
                                   lo=-(1 << 40), hi=(1 << 40)))
+
+
+@given(st.lists(st.tuples(st.integers(0, (1 << 31) - 1), st.integers(2, 62)), min_size=1, max_size=4),
+       st.integers(-128, 127), st.integers(-128, 127), st.sampled_from(list(Rounding)), st.booleans(),
+       st.one_of(st.none(), st.integers(-128, 0)), st.one_of(st.none(), st.lists(st.integers(0, 1), min_size=1)))
+def test_rescale_params_attrs_round_trip(pairs, izp, ozp, rounding, unsigned_out, out_min, odd):
+    """The step attrs (TOSA names) carry every field: reading them back gives the same parameters."""
+    params = RescaleParams(multiplier=[np.int64(m) for m, _ in pairs], shift=[s for _, s in pairs], input_zp=izp,
+                           output_zp=ozp, rounding=rounding.value, per_channel=len(pairs) > 1,
+                           output_unsigned=unsigned_out, out_min=out_min, odd_ties=odd)
+    attrs = params.to_attrs()
+    assert RescaleParams.from_attrs(attrs) == params
+    assert all(type(v) is int for v in attrs["multiplier"] + attrs["shift"])
+    assert ("output_unsigned" in attrs) == unsigned_out and ("out_max" not in attrs)
+    assert params.ties_to_odd == (tuple(odd) if odd is not None else (ozp % 2,))

@@ -13,6 +13,7 @@ from ..fixedpoint import Rounding, scale_to_multiplier_shift
 from ..ir.dtypes import DType, dtype
 from ..ir.graph import Graph, Op, Tensor
 from ..ir.quant import QuantType
+from ..ir.rescale import RescaleParams
 from ..ir.schedule import CONST, INPUT, OUTPUT, STATE, TEMP, Buffer, Schedule, Step
 
 Rule = Callable[["Lowerer", Op], None]
@@ -132,9 +133,13 @@ class Lowerer:
         scales = np.atleast_1d(np.asarray(scale, np.float64))
         pairs = [scale_to_multiplier_shift(float(s), bits=32 if scale32 else 16) for s in scales]
         mode = (rounding or self.rounding) if scale32 else Rounding.SINGLE
-        return self.emit("RESCALE", [src], [dst], multiplier=[m for m, _ in pairs], shift=[s for _, s in pairs],
-                         input_zp=int(input_zp), output_zp=int(output_zp), scale32=scale32,
-                         rounding=mode.value, per_channel=np.ndim(scale) > 0, axis=axis, **extra)
+        params = RescaleParams(multiplier=[m for m, _ in pairs], shift=[s for _, s in pairs], input_zp=input_zp,
+                               output_zp=output_zp, scale32=scale32, rounding=mode, per_channel=np.ndim(scale) > 0,
+                               axis=axis, **extra)
+        return self.emit_rescale(src, dst, params)
+
+    def emit_rescale(self, src: str, dst: str, params: RescaleParams) -> Step:
+        return self.emit("RESCALE", [src], [dst], **params.to_attrs())
 
 
 def _with_suggestion(name: str, known: Iterable[str], quote: bool = True) -> str:

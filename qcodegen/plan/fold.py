@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.rescale import RescaleParams
 from ..ir.schedule import CONST, TEMP, Buffer, Schedule, Step
 from .passes import schedule_pass
 
@@ -85,7 +86,7 @@ def _clamp_after(schedule: Schedule, k: int) -> int | None:
     """Index of the CLAMP that alone consumes RESCALE step k's output, if it can be fused."""
     step = schedule.steps[k]
     out = step.outputs[0]
-    if step.op != "RESCALE" or step.attrs.get("output_unsigned") or out in schedule.live_out():
+    if step.op != "RESCALE" or RescaleParams.from_attrs(step.attrs).output_unsigned or out in schedule.live_out():
         return None
     users = schedule.consumers(out)
     if len(users) != 1:
@@ -110,7 +111,9 @@ def fuse_rescale_clamp(schedule: Schedule) -> None:
             continue
         rescale, clamp = schedule.steps[k], schedule.steps.pop(j)
         dt = schedule.buffers[rescale.outputs[0]].dtype
-        lo, hi = max(dt.min, rescale.attrs.get("out_min", dt.min)), min(dt.max, rescale.attrs.get("out_max", dt.max))
+        r = RescaleParams.from_attrs(rescale.attrs)
+        lo = dt.min if r.out_min is None else max(dt.min, r.out_min)
+        hi = dt.max if r.out_max is None else min(dt.max, r.out_max)
         a, b = int(clamp.attrs["min_val"]), int(clamp.attrs["max_val"])
         rescale.attrs.update(out_min=min(max(lo, a), b), out_max=min(max(hi, a), b))
         rescale.outputs = list(clamp.outputs)

@@ -30,6 +30,7 @@ import numpy as np
 from .. import primitives
 from ..errors import QcError
 from ..ir.dtypes import DTYPES
+from ..ir.rescale import RescaleParams
 from ..ir.schedule import CONST, OUTPUT, TEMP, Buffer, MemoryGoal, Patching, Schedule, Step
 from ..primitives.pool import reciprocal_scale
 from .passes import PASSES, schedule_pass
@@ -180,8 +181,7 @@ class _Rows:
 
 def _rescale(multiplier: int, shift: int, input_zp: int, output_zp: int) -> dict:
     """RESCALE attributes: one scale, single rounding (AVG_POOL2D's apply_scale_32), saturating."""
-    return {"multiplier": [multiplier], "shift": [shift], "input_zp": int(input_zp), "output_zp": int(output_zp),
-            "scale32": True, "rounding": "single_round", "per_channel": False}
+    return RescaleParams([multiplier], [shift], input_zp, output_zp).to_attrs()
 
 
 class _Builder:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import GraphError
+from ..ir.rescale import RescaleParams
 from ..ir.schedule import Buffer, Step, StepIO
 from .base import Primitive, Ranges, full_shape_inputs, get, register, require
 from .elementwise import _Binary
@@ -88,18 +89,16 @@ def requantize_context(rescale: StepIO) -> dict[str, Any]:
     and shift (and the smallest shift, for target kernels exact only above some shift; and all of them, for
     kernels that lay them out their own way), zero points and output bounds."""
     ctx = get("RESCALE").template_context(rescale)
+    r = RescaleParams.from_attrs(rescale.attrs)
     return dict(fn=ctx["scale_fn"], per_channel=ctx["per_channel"], multiplier=ctx["multiplier"],
-                shift=ctx["shift"], min_shift=min(int(s) for s in rescale.attrs["shift"]),
-                input_zp=int(rescale.attrs["input_zp"]), output_zp=int(rescale.attrs["output_zp"]),
-                lo=ctx["lo"], hi=ctx["hi"], scale32=ctx["scale32"],
-                multipliers=[int(m) for m in rescale.attrs["multiplier"]],
-                shifts=[int(s) for s in rescale.attrs["shift"]])
+                shift=ctx["shift"], min_shift=min(r.shift), input_zp=r.input_zp, output_zp=r.output_zp,
+                lo=ctx["lo"], hi=ctx["hi"], scale32=ctx["scale32"], multipliers=list(r.multiplier),
+                shifts=list(r.shift))
 
 
 def fusable_rescale(rescale: StepIO, channel_axis_last: bool) -> bool:
     """A RESCALE a fused template can apply: signed in and out, not half-even (whose ties the golden checks
     trace), per tensor or (when allowed) per channel on the last axis."""
-    a = rescale.attrs
     try:
         get("RESCALE").check(rescale)
     except GraphError:
@@ -109,7 +108,7 @@ def fusable_rescale(rescale: StepIO, channel_axis_last: bool) -> bool:
         return False
     if p["per_channel"]:
         return channel_axis_last and p["axis"] == len(rescale.ins[0].shape) - 1
-    return len(a["multiplier"]) == 1
+    return len(RescaleParams.from_attrs(rescale.attrs).multiplier) == 1
 
 
 @register

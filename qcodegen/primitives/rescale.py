@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..fixedpoint import Rounding, Unpredictable, apply_scale_16, apply_scale_32
+from ..ir.rescale import RescaleParams
 from ..ir.schedule import StepIO, Widening
 from .base import Primitive, Ranges, register, require
 
@@ -38,12 +39,7 @@ def _as_signed(lo: int, hi: int, bits: int) -> tuple[int, int]:
 
 @register
 class Rescale(Primitive):
-    """attrs: multiplier, shift (lists: one entry, or one per channel along `axis`), input_zp, output_zp,
-    scale32, rounding, per_channel, axis (default last), input_unsigned, output_unsigned,
-    out_min/out_max (fused clamp, interpreted output domain; default the output type range),
-    odd_ties (rounding half_even only; list of 0/1 like the multiplier, default the parity of output_zp): the
-    ties of the scaled value go to its odd neighbour where 1, so that the value after an odd zero point -- the
-    output zero point, or one a later step adds -- is the even one."""
+    """attrs: the fields of `RescaleParams` (qcodegen/ir/rescale.py), read through `typed`."""
 
     name = "RESCALE"
     inplace = True
@@ -52,27 +48,30 @@ class Rescale(Primitive):
         return [io.ins[0].shape]
 
     @staticmethod
+    def typed(io: StepIO) -> RescaleParams:
+        return RescaleParams.from_attrs(io.attrs)
+
+    @staticmethod
     def params(io: StepIO) -> dict:
-        a = io.attrs
-        in_bits, in_unsigned = _interpretation(io.ins[0].dtype.name, a.get("input_unsigned", False))
-        out_bits, out_unsigned = _interpretation(io.outs[0].dtype.name, a.get("output_unsigned", False))
+        r = Rescale.typed(io)
+        in_bits, in_unsigned = _interpretation(io.ins[0].dtype.name, r.input_unsigned)
+        out_bits, out_unsigned = _interpretation(io.outs[0].dtype.name, r.output_unsigned)
         rank = len(io.ins[0].shape)
-        axis = a.get("axis", -1) % rank if rank else 0
+        axis = r.axis % rank if rank else 0
         lo, hi = type_range(out_bits, out_unsigned)
-        lo = max(lo, a.get("out_min", lo))
-        hi = min(hi, a.get("out_max", hi))
+        lo = lo if r.out_min is None else max(lo, r.out_min)
+        hi = hi if r.out_max is None else min(hi, r.out_max)
         return dict(in_bits=in_bits, in_unsigned=in_unsigned, out_bits=out_bits, out_unsigned=out_unsigned,
-                    axis=axis, lo=lo, hi=hi, rounding=Rounding.parse(a.get("rounding", "single_round")),
-                    scale32=a.get("scale32", True), per_channel=a.get("per_channel", False))
+                    axis=axis, lo=lo, hi=hi, rounding=r.rounding, scale32=r.scale32, per_channel=r.per_channel)
 
     def check(self, io: StepIO) -> None:
         super().check(io)
-        a, p = io.attrs, self.params(io)
+        r, p = self.typed(io), self.params(io)
         x, y = io.ins[0], io.outs[0]
         require(x.dtype.name in _IN_TYPES, f"RESCALE: input type {x.dtype} is not one of {sorted(_IN_TYPES)}")
         require(y.dtype.name in _OUT_TYPES, f"RESCALE: output type {y.dtype} is not one of {sorted(_OUT_TYPES)}")
-        for which, zp, bits, unsigned in (("input", a["input_zp"], p["in_bits"], p["in_unsigned"]),
-                                          ("output", a["output_zp"], p["out_bits"], p["out_unsigned"])):
+        for which, zp, bits, unsigned in (("input", r.input_zp, p["in_bits"], p["in_unsigned"]),
+                                          ("output", r.output_zp, p["out_bits"], p["out_unsigned"])):
             if bits == 8:
                 lo, hi = type_range(8, unsigned)
                 require(lo <= zp <= hi, f"RESCALE: {which} zero point {zp} outside the {which} type")
@@ -90,29 +89,28 @@ class Rescale(Primitive):
                 "RESCALE: unsigned output with a 32/48-bit input or an i32 output")
         require(not p["per_channel"] or len(x.shape) >= 1, "RESCALE: per_channel on a rank-0 tensor")
         channels = x.shape[p["axis"]] if p["per_channel"] else 1
-        m, s = np.asarray(a["multiplier"], np.int64), np.asarray(a["shift"], np.int64)
+        m, s = np.asarray(r.multiplier, np.int64), np.asarray(r.shift, np.int64)
         require(m.shape == (channels,) and s.shape == (channels,),
                 f"RESCALE: {m.size} multipliers / {s.size} shifts for {channels} channel(s)")
         mmax = (1 << 31) - 1 if p["scale32"] else (1 << 15) - 1
         require(bool(np.all((m >= -mmax - 1) & (m <= mmax))), "RESCALE: multiplier outside its type")
         require(bool(np.all((s >= -128) & (s <= 127))), "RESCALE: shift outside int8")
         odd = self.odd_ties(io)
-        require("odd_ties" not in a or (p["rounding"] is Rounding.HALF_EVEN and odd.size in (1, channels)
+        require(r.odd_ties is None or (p["rounding"] is Rounding.HALF_EVEN and odd.size in (1, channels)
                                         and bool(np.all((odd == 0) | (odd == 1)))),
-                f"RESCALE: odd_ties needs rounding half_even and one 0/1 value per channel, got {a.get('odd_ties')}")
+                f"RESCALE: odd_ties needs rounding half_even and one 0/1 value per channel, got {r.odd_ties}")
         require(p["lo"] <= p["hi"], f"RESCALE: empty output clamp [{p['lo']}, {p['hi']}]")
         if np.any(m < 0) or np.any((s < 2) | (s > 62)):
             raise Unpredictable("RESCALE: multiplier must be >= 0 and shift in [2, 62] (TOSA REQUIRE)")
 
     @staticmethod
     def odd_ties(io: StepIO) -> np.ndarray:
-        a = io.attrs
-        return np.asarray(a.get("odd_ties", [a["output_zp"] % 2]), np.int64).reshape(-1)
+        return np.asarray(Rescale.typed(io).ties_to_odd, np.int64)
 
     def _apply(self, io: StepIO, v: np.ndarray, channel_axis: int | None) -> np.ndarray:
-        a, p = io.attrs, self.params(io)
-        m = np.asarray(a["multiplier"], np.int64)
-        s = np.asarray(a["shift"], np.int64)
+        t, p = self.typed(io), self.params(io)
+        m = np.asarray(t.multiplier, np.int64)
+        s = np.asarray(t.shift, np.int64)
         if p["per_channel"] and channel_axis is not None:
             view = [1] * v.ndim
             view[channel_axis] = m.size
@@ -128,7 +126,7 @@ class Rescale(Primitive):
             r = apply_scale_32(v, m, s, p["rounding"], odd_ties=odd)
         else:
             r = apply_scale_16(v, m, s)
-        r = r + a["output_zp"]
+        r = r + t.output_zp
         if np.any((r < -(1 << 31)) | (r > (1 << 31) - 1)):
             raise Unpredictable("RESCALE: adding the output zero point overflows int32 (TOSA REQUIRE)")
         return np.clip(r, p["lo"], p["hi"])
@@ -138,7 +136,7 @@ class Rescale(Primitive):
         v = args[0].astype(np.int64)
         if p["in_unsigned"]:
             v &= (1 << p["in_bits"]) - 1
-        v = v - io.attrs["input_zp"]
+        v = v - self.typed(io).input_zp
         r = self._apply(io, v, p["axis"])
         if p["out_unsigned"] and io.outs[0].dtype.signed:  # the unsigned bit pattern in a signed container
             r = r.astype(np.dtype(f"uint{p['out_bits']}")).view(io.outs[0].dtype.numpy)
@@ -149,7 +147,7 @@ class Rescale(Primitive):
         lo, hi = in_ranges[0]
         if p["in_unsigned"]:
             lo, hi = _as_unsigned(lo, hi, p["in_bits"])
-        ends = np.array([[lo], [hi]], np.int64) - io.attrs["input_zp"]
+        ends = np.array([[lo], [hi]], np.int64) - self.typed(io).input_zp
         widened = None
         try:
             r = self._apply(io, ends, 1)  # rows: low/high input, columns: channels (monotone per channel)
@@ -165,15 +163,15 @@ class Rescale(Primitive):
         if not self.params(io)["per_channel"]:
             return {}
         mtype = np.int32 if self.params(io)["scale32"] else np.int16
-        consts = {"multiplier": np.asarray(io.attrs["multiplier"], mtype),
-                  "shift": np.asarray(io.attrs["shift"], np.int8)}
+        t = self.typed(io)
+        consts = {"multiplier": np.asarray(t.multiplier, mtype), "shift": np.asarray(t.shift, np.int8)}
         odd = self.odd_ties(io)
         if len(set(odd.tolist())) > 1:
             consts["odd_ties"] = odd.astype(np.int8)
         return consts
 
     def template_context(self, io: StepIO) -> dict:
-        p = self.params(io)
+        t, p = self.typed(io), self.params(io)
         shape = io.ins[0].shape
         axis = p["axis"] if p["per_channel"] else len(shape)
         outer = int(np.prod(shape[:axis], dtype=np.int64))
@@ -185,8 +183,8 @@ class Rescale(Primitive):
         func = {Rounding.SINGLE: "qc_scale32_single", Rounding.INEXACT: "qc_scale32_single",
                 Rounding.DOUBLE: "qc_scale32_double", Rounding.HALF_EVEN: half_even}
         fn = func[p["rounding"]] if p["scale32"] else "qc_scale16"
-        if fn == "qc_scale32_double" and min(int(s) for s in io.attrs["shift"]) > 31:
+        if fn == "qc_scale32_double" and min(t.shift) > 31:
             fn = "qc_scale32_double_gt31"  # the same function without the branch on the shift
         return dict(p, outer=outer, channels=channels, inner=inner, scale_fn=fn,
                     in_ctype="uint" if p["in_unsigned"] else "int",
-                    multiplier=int(io.attrs["multiplier"][0]), shift=int(io.attrs["shift"][0]))
+                    multiplier=t.multiplier[0], shift=t.shift[0])

@@ -38,7 +38,9 @@ from ..codegen.render import GeneratedModel, c_identifier
 from ..codegen.targets import Target
 from ..compiler import plan
 from ..errors import QcError
+from ..fixedpoint import Rounding
 from ..frontends import stablehlo as shlo
+from ..ir.rescale import RescaleParams
 from ..ir.schedule import Schedule, Step, StepIO
 from ..reference import run_reference
 from .build import compile_cached
@@ -286,15 +288,15 @@ def _source(schedule: Schedule, step: Step, index: int, values: dict[str, np.nda
 
 def _tie(schedule: Schedule, step: Step, index: int, values: dict[str, np.ndarray]) -> str | None:
     """If the half-even RESCALE `step` rounded element `index` from within float32 error of a tie, say so."""
-    a = step.attrs
+    r = RescaleParams.from_attrs(step.attrs)
     io = schedule.io(step)
     v = int(values[step.inputs[0]].reshape(-1)[index])
     c = 0
-    if a.get("per_channel"):
-        axis = int(a.get("axis", -1)) % len(io.ins[0].shape)
+    if r.per_channel:
+        axis = r.axis % len(io.ins[0].shape)
         c = int(np.unravel_index(index, io.ins[0].shape)[axis])
-    exact = Fraction((v - int(a["input_zp"])) * int(a["multiplier"][c]), 1 << int(a["shift"][c]))
-    exact += int(a["output_zp"])
+    exact = Fraction((v - r.input_zp) * r.multiplier[c], 1 << r.shift[c])
+    exact += r.output_zp
     distance = abs(exact - (exact.numerator // exact.denominator) - Fraction(1, 2))
     if distance <= TIE_RTOL * (abs(exact) + 1):
         return f"exact value {float(exact):.9g} at step {schedule.steps.index(step)} ({step.source})"
@@ -340,7 +342,8 @@ def _explain(result: CheckResult, schedule: Schedule, values: dict[str, np.ndarr
         if not path:
             continue
         origins.add(_origin(path, values))
-        rounding = [(s, i) for s, i in path if s.op == "RESCALE" and s.attrs.get("rounding") == "half_even"]
+        rounding = [(s, i) for s, i in path
+                    if s.op == "RESCALE" and RescaleParams.from_attrs(s.attrs).rounding is Rounding.HALF_EVEN]
         if rounding and _tie(schedule, rounding[0][0], rounding[0][1], values):
             result.tie_flips.append([int(i) for i in np.unravel_index(int(flat), got.shape)])
     result.traced = sorted(origins)

@@ -43,6 +43,7 @@ from .. import primitives
 from ..errors import QcError, UnsupportedError, install_hint
 from ..fixedpoint import Rounding
 from ..ir.dtypes import DType
+from ..ir.rescale import RescaleParams
 from ..ir.schedule import CONST, INPUT, Schedule, StepIO
 from ..primitives.rescale import type_range
 from ..reference.executor import check_inputs
@@ -299,8 +300,9 @@ def _rescale(b: _Builder, io: StepIO) -> None:
         src = b.transpose(src, shape, in_type, perm)
         shape = tuple(shape[d] for d in perm)
     last = None if moved else y.name
-    r = b.rescale(src, shape, in_type, out_type, (io.attrs["multiplier"], io.attrs["shift"]),
-                  (io.attrs["input_zp"], io.attrs["output_zp"]), scale32=p["scale32"], rounding=p["rounding"],
+    t = RescaleParams.from_attrs(io.attrs)
+    r = b.rescale(src, shape, in_type, out_type, (list(t.multiplier), list(t.shift)),
+                  (t.input_zp, t.output_zp), scale32=p["scale32"], rounding=p["rounding"],
                   per_channel=p["per_channel"], unsigned=(p["in_unsigned"], p["out_unsigned"]),
                   dest=None if clamped else last)
     if clamped:

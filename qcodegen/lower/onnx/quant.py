@@ -14,6 +14,7 @@ import numpy as np
 
 from ...ir.graph import Op
 from ...ir.quant import QuantType
+from ...ir.rescale import RescaleParams
 from ...semantics.onnxruntime import unary_table
 from ..base import Lowerer, rule
 from .tables import table
@@ -49,8 +50,8 @@ def lower_rebase(lw: Lowerer, op: Op) -> None:
     RESCALE by 1 (multiplier 2^30, shift 30: exact) with zero points 128 on the uint8 side."""
     x, y = lw.tensor_in(0), lw.tensor_out(0)
     unsigned_in = x.dtype.name == "u8"
-    lw.emit("RESCALE", [x.name], [y.name], multiplier=[1 << 30], shift=[30], input_zp=128 if unsigned_in else 0,
-            output_zp=0 if unsigned_in else 128, scale32=True, rounding="single_round", per_channel=False)
+    lw.emit_rescale(x.name, y.name, RescaleParams(multiplier=[1 << 30], shift=[30], input_zp=128 if unsigned_in else 0,
+                                                  output_zp=0 if unsigned_in else 128))
 
 
 @rule("onnx.Requantize")

@@ -27,6 +27,7 @@ from ...errors import UnsupportedError
 from ...fixedpoint import round_half_away
 from ...ir.graph import Op, Tensor
 from ...ir.quant import QuantType
+from ...ir.rescale import RescaleParams
 from ...semantics import tflm_fixedpoint as fp
 from ...semantics.tflite import Pair, f32, quantize_multiplier_exponent, tosa_scale32
 from ..base import Lowerer, rule
@@ -211,13 +212,13 @@ def _rescale(lw: Lowerer, src: str, dst: str, pair: Pair, input_zp: int = 0, out
              **clamp: int) -> None:
     """RESCALE computing MBQM(x - input_zp, pair) + output_zp (TFLite double rounding), optionally clamped."""
     m, shift = tosa_scale32(pair)
-    lw.emit("RESCALE", [src], [dst], multiplier=[m], shift=[shift], input_zp=int(input_zp), output_zp=int(output_zp),
-            scale32=True, rounding="double_round", per_channel=False, **clamp)
+    lw.emit_rescale(src, dst, RescaleParams(multiplier=[m], shift=[shift], input_zp=int(input_zp),
+                                            output_zp=int(output_zp), rounding="double_round", **clamp))
 
 
 def _identity(lw: Lowerer, src: str, dst: str, input_zp: int = 0, output_zp: int = 0, **clamp: int) -> None:
-    lw.emit("RESCALE", [src], [dst], multiplier=[IDENTITY[0]], shift=[IDENTITY[1]], input_zp=int(input_zp),
-            output_zp=int(output_zp), scale32=True, rounding="double_round", per_channel=False, **clamp)
+    lw.emit_rescale(src, dst, RescaleParams(multiplier=[IDENTITY[0]], shift=[IDENTITY[1]], input_zp=int(input_zp),
+                                            output_zp=int(output_zp), rounding="double_round", **clamp))
 
 
 @rule("tfl.logistic", "tfl.tanh")
@@ -243,8 +244,8 @@ def lower_sigmoid(lw: Lowerer, op: Op) -> None:
         lw.emit("MUL", [x.name, m], [scaled], shift=0)
     else:  # (x * m + 2^(shift-1)) >> shift as a single-round RESCALE; shift >= 17 meets the value REQUIRE
         k = max(0, 17 - shift)
-        lw.emit("RESCALE", [x.name], [scaled], multiplier=[multiplier << k], shift=[shift + k], input_zp=0,
-                output_zp=0, scale32=True, rounding="single_round", per_channel=False)
+        lw.emit_rescale(x.name, scaled, RescaleParams(multiplier=[multiplier << k], shift=[shift + k], input_zp=0,
+                                                      output_zp=0))
     table = shared_const(lw, "tflm_sigmoid_table", sigmoid_table_u16(lw.label), "u16")
     lw.emit("SYMMETRIC_LUT", [scaled, table], [y.name], **LUT16[op.kind])
 

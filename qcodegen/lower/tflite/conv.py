@@ -25,6 +25,7 @@ import numpy as np
 
 from ...errors import UnsupportedError
 from ...ir.graph import Op, Tensor
+from ...ir.rescale import RescaleParams
 from ...semantics.tflite import Pair, quantize_multiplier_exponent
 from ..base import Lowerer, rule
 from ..common import crop_input, reshape
@@ -106,8 +107,8 @@ def _accumulate(lw: Lowerer, c: _Conv, prim: str, x_name: str, w_name: str, bias
             input_zp=c.x.quant.zero_point, acc_type=acc_type, **attrs)
     if acc_type == "i48" and not wide:  # TFLM's int32 accumulator: narrow exactly (scale 1.0 = (2^14, 14))
         narrow = lw.temp(f"{c.y.name}_acc32", shape, "i32")
-        lw.emit("RESCALE", [acc], [narrow], multiplier=[1 << 14], shift=[14], input_zp=0, output_zp=0,
-                scale32=False, rounding="single_round", per_channel=False, axis=-1)
+        lw.emit_rescale(acc, narrow, RescaleParams(multiplier=[1 << 14], shift=[14], input_zp=0, output_zp=0,
+                                                   scale32=False))
         acc = narrow
     return acc
 

@@ -21,6 +21,7 @@ import numpy as np
 from ...errors import UnsupportedError
 from ...fixedpoint import round_half_away
 from ...ir.graph import Op, Tensor
+from ...ir.rescale import RescaleParams
 from ...semantics.tflite import Pair, f32, quantize_multiplier_exponent, quantize_multiplier_smaller_than_one_exp
 from ..base import Lowerer, rule
 from ..common import align_rank, broadcast_out_shape, expect_shape
@@ -43,8 +44,8 @@ def _scaled_term(lw: Lowerer, t: Tensor, left_shift: int, pair: Pair, rank: int)
     half = pair == (1 << 30, 0)  # the larger-scale operand: exactly (x - zp) * 2^(left_shift - 1)
     shift = left_shift - 1 if half else left_shift
     if t.dtype.bits == 8:  # (x - zp) * 2^shift exactly: multiplier 2^30, TOSA shift 30 - shift
-        lw.emit("RESCALE", [t.name], [term], multiplier=[1 << 30], shift=[30 - shift], input_zp=t.quant.zero_point,
-                output_zp=0, scale32=True, rounding="single_round", per_channel=False, axis=-1)
+        lw.emit_rescale(t.name, term, RescaleParams(multiplier=[1 << 30], shift=[30 - shift],
+                                                    input_zp=t.quant.zero_point, output_zp=0))
     else:  # 16-bit (zero point 0): a RESCALE's value REQUIRE would fail, so CAST and MUL (docs/semantics.md §12.7)
         wide = lw.temp(f"{t.name}_i32", t.shape, "i32")
         lw.emit("CAST", [t.name], [wide])
@@ -91,8 +92,8 @@ def lower_mul(lw: Lowerer, op: Op) -> None:
         terms, bound = [], 1
         for t in (a, b):
             term = lw.temp(f"{t.name}_i32", t.shape, "i32")
-            lw.emit("RESCALE", [t.name], [term], multiplier=[1 << 30], shift=[30], input_zp=t.quant.zero_point,
-                    output_zp=0, scale32=True, rounding="single_round", per_channel=False, axis=-1)
+            lw.emit_rescale(t.name, term, RescaleParams(multiplier=[1 << 30], shift=[30], input_zp=t.quant.zero_point,
+                                                        output_zp=0))
             terms.append(term)
             bound *= max(t.dtype.max - t.quant.zero_point, t.quant.zero_point - t.dtype.min)
     product = lw.temp(f"{y.name}_prod", y.shape, "i32")
@@ -166,8 +167,8 @@ def _quantize_float(lw: Lowerer, x: Tensor, y: Tensor) -> None:
     rounded = lw.temp(f"{y.name}_round", y.shape, "i32")
     lw.emit("QUANTIZE", [x.name], [rounded], scale=float(q.scale), zero_point=0, qmin=y.dtype.min - q.zero_point,
             qmax=y.dtype.max - q.zero_point, rounding="half_away_from_zero")
-    lw.emit("RESCALE", [rounded], [y.name], multiplier=[1 << 30], shift=[30], input_zp=0, output_zp=q.zero_point,
-            scale32=True, rounding="single_round", per_channel=False, axis=-1)
+    lw.emit_rescale(rounded, y.name, RescaleParams(multiplier=[1 << 30], shift=[30], input_zp=0,
+                                                   output_zp=q.zero_point))
 
 
 @rule("tfl.dequantize")

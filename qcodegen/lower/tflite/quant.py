@@ -8,6 +8,7 @@ import numpy as np
 
 from ...errors import UnsupportedError
 from ...fixedpoint import Rounding
+from ...ir.rescale import RescaleParams
 from ...ir.schedule import Step
 from ...semantics.tflite import Pair, tosa_scale16, tosa_scale32
 from ..base import Lowerer
@@ -27,10 +28,10 @@ def emit_mbqm(lw: Lowerer, src: str, dst: str, pairs: list[Pair], input_zp: int 
         return _mbqm_by_mul(lw, src, dst, pairs[0], input_zp, output_zp, bounds)
     tosa = [tosa_scale16(p) if wide else tosa_scale32(p) for p in pairs]
     extra: dict[str, Any] = {} if bounds is None else dict(out_min=int(bounds[0]), out_max=int(bounds[1]))
-    return lw.emit("RESCALE", [src], [dst], multiplier=[m for m, _ in tosa], shift=[s for _, s in tosa],
-                   input_zp=int(input_zp), output_zp=int(output_zp), scale32=not wide,
-                   rounding=(Rounding.SINGLE if wide else Rounding.DOUBLE).value, per_channel=len(pairs) > 1,
-                   axis=-1, **extra)
+    return lw.emit_rescale(src, dst, RescaleParams(multiplier=[m for m, _ in tosa], shift=[s for _, s in tosa],
+                                                   input_zp=int(input_zp), output_zp=int(output_zp), scale32=not wide,
+                                                   rounding=(Rounding.SINGLE if wide else Rounding.DOUBLE).value,
+                                                   per_channel=len(pairs) > 1, **extra))
 
 
 def _mbqm_by_mul(lw: Lowerer, src: str, dst: str, pair: Pair, input_zp: int, output_zp: int,
@@ -43,8 +44,7 @@ def _mbqm_by_mul(lw: Lowerer, src: str, dst: str, pair: Pair, input_zp: int, out
     ones = (1,) * len(buf.shape)
     if input_zp:  # x - zp in i32, exactly: scale 1.0 = (2^30, 30) with |x - zp| < 2^29
         wide = lw.temp(f"{src}_i32", buf.shape, "i32")
-        lw.emit("RESCALE", [src], [wide], multiplier=[1 << 30], shift=[30], input_zp=int(input_zp), output_zp=0,
-                scale32=True, rounding=Rounding.SINGLE.value, per_channel=False, axis=-1)
+        lw.emit_rescale(src, wide, RescaleParams(multiplier=[1 << 30], shift=[30], input_zp=int(input_zp), output_zp=0))
         src = wide
     elif buf.dtype.name != "i32":
         wide = lw.temp(f"{src}_i32", buf.shape, "i32")

@@ -14,6 +14,7 @@ import numpy as np
 
 from ...errors import UnsupportedError
 from ...ir.graph import Op, Tensor
+from ...ir.rescale import RescaleParams
 from ...semantics.tflite import Pair, quantize_multiplier_exponent, tosa_scale32
 from ..base import Lowerer, rule
 from .common import const_ints, operands, quantized, same_type
@@ -80,16 +81,16 @@ def lower_mean_sum(lw: Lowerer, op: Op) -> None:
     if op.kind == "tfl.mean":
         pair = mean_multiplier(pair, count)
     centred = lw.temp(f"{y.name}_x32", x.shape, "i32")
-    lw.emit("RESCALE", [x.name], [centred], multiplier=[1 << 30], shift=[30], input_zp=q_in.zero_point,
-            output_zp=0, scale32=True, rounding="double_round", per_channel=False)
+    lw.emit_rescale(x.name, centred, RescaleParams(multiplier=[1 << 30], shift=[30], input_zp=q_in.zero_point,
+                                                   output_zp=0, rounding="double_round"))
     total = centred
     if axes:
         total = lw.temp(f"{y.name}_sum", kept, "i32")
         _reduce_axes(lw, "REDUCE_SUM", centred, axes, total)
     m, shift = tosa_scale32(pair)
     result = _kept_output(lw, y, kept, y.dtype.name)
-    lw.emit("RESCALE", [total], [result], multiplier=[m], shift=[shift], input_zp=0, output_zp=q_out.zero_point,
-            scale32=True, rounding="double_round", per_channel=False)
+    lw.emit_rescale(total, result, RescaleParams(multiplier=[m], shift=[shift], input_zp=0, output_zp=q_out.zero_point,
+                                                 rounding="double_round"))
     _finish(lw, y, result)
 
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from ...errors import UnsupportedError
 from ...ir.graph import Op, Tensor
+from ...ir.rescale import RescaleParams
 from ...semantics.tflite import Pair, quantize_multiplier_exponent
 from ..base import Lowerer, rule
 from ..common import reshape
@@ -128,8 +129,8 @@ def lower_svdf(lw: Lowerer, op: Op) -> None:
             a_zp=state.quant.zero_point, b_zp=0)
     if acc_type == "i48":  # TFLM's int32 sum: narrowed exactly (range analysis proves it fits)
         narrow = lw.temp(f"{y.name}_time32", (units, b, 1), "i32")
-        lw.emit("RESCALE", [time], [narrow], multiplier=[1 << 14], shift=[14], input_zp=0, output_zp=0,
-                scale32=False, rounding="single_round", per_channel=False, axis=-1)
+        lw.emit_rescale(time, narrow, RescaleParams(multiplier=[1 << 14], shift=[14], input_zp=0, output_zp=0,
+                                                    scale32=False))
         time = narrow
     if bias is not None:
         biased = lw.temp(f"{y.name}_biased", (units, b, 1), "i32")

@@ -17,6 +17,7 @@ import numpy as np
 
 from ...errors import UnsupportedError
 from ...ir.graph import Op
+from ...ir.rescale import RescaleParams
 from ..base import Lowerer, Rule, rule
 
 
@@ -171,10 +172,11 @@ def lower_rescale(lw: Lowerer, op: Op) -> None:
         if lw.attr(flag) and not t.dtype.is_float:
             zp &= (1 << t.dtype.bits) - 1
         zps.append(zp)
-    lw.emit("RESCALE", [x.name], [y.name], multiplier=const_operand(lw, 1, "multiplier").tolist(),
-            shift=const_operand(lw, 2, "shift").tolist(), input_zp=zps[0], output_zp=zps[1], scale32=scale32,
-            rounding=str(lw.attr("rounding_mode")).lower(), per_channel=bool(lw.attr("per_channel")),
-            input_unsigned=bool(lw.attr("input_unsigned")), output_unsigned=bool(lw.attr("output_unsigned")))
+    lw.emit_rescale(x.name, y.name, RescaleParams(
+        multiplier=const_operand(lw, 1, "multiplier").tolist(), shift=const_operand(lw, 2, "shift").tolist(),
+        input_zp=zps[0], output_zp=zps[1], scale32=scale32, rounding=str(lw.attr("rounding_mode")).lower(),
+        per_channel=bool(lw.attr("per_channel")), input_unsigned=bool(lw.attr("input_unsigned")),
+        output_unsigned=bool(lw.attr("output_unsigned"))))
 
 
 @tosa_rule("identity")
