@@ -47,17 +47,22 @@ def requantize_f32(x: np.ndarray, scale: np.ndarray) -> np.ndarray:
     return np.rint(product).astype(np.float64)
 
 
-@register
-class RescaleF32(Primitive):
-    name = "RESCALE_F32"
+class F32Requantization(Primitive):
+    """What the float32 requantizations (RESCALE_F32 here, RESCALE_F32_AFFINE) share: one integer input, float32
+    constants per tensor or per channel along `axis`, an output clamp, and a reference that is monotone per
+    channel. A subclass gives its constants' names (`KEYS`, the first one the scales), `_check` of its constants
+    and `_requantize` (x and its constants broadcast per channel, the result before the clamp)."""
+
     inplace = True
+    KEYS: tuple[str, ...] = ("scale",)
 
     def infer_shapes(self, io: StepIO) -> list[tuple[int, ...]]:
         return [io.ins[0].shape]
 
     @staticmethod
-    def scales(io: StepIO) -> np.ndarray:
-        return np.asarray(io.attrs["scale"], np.float64).astype(np.float32).reshape(-1)
+    def values(io: StepIO, key: str) -> np.ndarray:
+        with np.errstate(over="ignore"):  # beyond float32: inf, which the checks refuse
+            return np.asarray(io.attrs[key], np.float64).astype(np.float32).reshape(-1)
 
     @staticmethod
     def per_channel(io: StepIO) -> bool:
@@ -72,45 +77,65 @@ class RescaleF32(Primitive):
         return max(y.min, int(io.attrs.get("out_min", y.min))), min(y.max, int(io.attrs.get("out_max", y.max)))
 
     def check(self, io: StepIO) -> None:
-        require(len(io.ins) == 1 and len(io.outs) == 1, "RESCALE_F32: needs one input and one output")
+        op = self.name
+        require(len(io.ins) == 1 and len(io.outs) == 1, f"{op}: needs one input and one output")
         x, y = io.ins[0], io.outs[0]
-        require(x.dtype.name in _IN_TYPES, f"RESCALE_F32: input type {x.dtype} is not one of {list(_IN_TYPES)}")
-        require(y.dtype.name in _OUT_TYPES, f"RESCALE_F32: output type {y.dtype} is not one of {list(_OUT_TYPES)}")
-        scale = self.scales(io)
-        require(scale.size >= 1, "RESCALE_F32: needs at least one scale")
-        require(bool(np.all(np.isfinite(scale) & (scale >= 0))),
-                f"RESCALE_F32: scales must be finite and >= 0 in float32, got {io.attrs['scale']}")
+        require(x.dtype.name in _IN_TYPES, f"{op}: input type {x.dtype} is not one of {list(_IN_TYPES)}")
+        require(y.dtype.name in _OUT_TYPES, f"{op}: output type {y.dtype} is not one of {list(_OUT_TYPES)}")
+        self._check(io)
         if self.per_channel(io):
-            rank = len(x.shape)
+            rank, size = len(x.shape), self.values(io, "scale").size
             axis = int(io.attrs.get("axis", -1))
-            require(rank > 0 and -rank <= axis < rank, f"RESCALE_F32: axis {axis} out of range for rank {rank}")
-            require(x.shape[axis % rank] == scale.size,
-                    f"RESCALE_F32: {scale.size} scales for axis {axis} of size {x.shape[axis % rank]}")
-        zp = int(io.attrs.get("output_zp", 0))
-        require(y.dtype.min <= zp <= y.dtype.max, f"RESCALE_F32: output zero point {zp} is outside {y.dtype}")
+            require(rank > 0 and -rank <= axis < rank, f"{op}: axis {axis} out of range for rank {rank}")
+            require(x.shape[axis % rank] == size, f"{op}: {size} scales for axis {axis} of size {x.shape[axis % rank]}")
         lo, hi = self.bounds(io)
-        require(lo <= hi, f"RESCALE_F32: empty output clamp [{lo}, {hi}]")
+        require(lo <= hi, f"{op}: empty output clamp [{lo}, {hi}]")
         super().check(io)
 
+    def _check(self, io: StepIO) -> None:
+        raise NotImplementedError
+
+    def _requantize(self, io: StepIO, x: np.ndarray, *constants: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
     def _apply(self, io: StepIO, x: np.ndarray, channel_axis: int | None) -> np.ndarray:
-        scale = self.scales(io)
+        constants = [self.values(io, key) for key in self.KEYS]
         if self.per_channel(io) and channel_axis is not None:
             view = [1] * x.ndim
-            view[channel_axis] = scale.size
-            scale = scale.reshape(view)
+            view[channel_axis] = constants[0].size
+            constants = [c.reshape(view) for c in constants]
         else:
-            scale = scale[0]
-        zp = int(io.attrs.get("output_zp", 0))
-        lo, hi = self.bounds(io)
-        return np.clip(requantize_f32(x, scale), lo - zp, hi - zp).astype(np.int64) + zp
+            constants = [c[0] for c in constants]
+        return self._requantize(io, x, *constants)
 
     def reference(self, io: StepIO, args: list[np.ndarray]) -> list[np.ndarray]:
         return [self._apply(io, args[0].astype(np.int64), self.axis(io))]
 
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
-        ends = np.array([[in_ranges[0][0]], [in_ranges[0][1]]], np.int64)  # monotone per channel
+        ends = np.array([[in_ranges[0][0]], [in_ranges[0][1]]], np.int64)  # monotone per channel (scales >= 0)
         r = self._apply(io, ends, 1)
         return Ranges([(int(r.min()), int(r.max()))])
+
+
+@register
+class RescaleF32(F32Requantization):
+    name = "RESCALE_F32"
+
+    def scales(self, io: StepIO) -> np.ndarray:
+        return self.values(io, "scale")
+
+    def _check(self, io: StepIO) -> None:
+        scale, y = self.scales(io), io.outs[0]
+        require(scale.size >= 1, "RESCALE_F32: needs at least one scale")
+        require(bool(np.all(np.isfinite(scale) & (scale >= 0))),
+                f"RESCALE_F32: scales must be finite and >= 0 in float32, got {io.attrs['scale']}")
+        zp = int(io.attrs.get("output_zp", 0))
+        require(y.dtype.min <= zp <= y.dtype.max, f"RESCALE_F32: output zero point {zp} is outside {y.dtype}")
+
+    def _requantize(self, io: StepIO, x: np.ndarray, *constants: np.ndarray) -> np.ndarray:
+        zp = int(io.attrs.get("output_zp", 0))
+        lo, hi = self.bounds(io)
+        return np.clip(requantize_f32(x, constants[0]), lo - zp, hi - zp).astype(np.int64) + zp
 
     def constants(self, io: StepIO) -> dict[str, np.ndarray]:
         if not self.per_channel(io):

@@ -21,11 +21,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.schedule import StepIO
-from .base import Primitive, Ranges, register, require
+from .base import register, require
 from .reduce import axis_split
+from .rescale_f32 import F32Requantization
 
-_IN_TYPES = ("i8", "i16", "i32")
-_OUT_TYPES = ("i8", "u8", "i16", "u16", "i32")
 _SCALE_RANGE = (2.0 ** -100, 2.0 ** 64)
 _OFFSET_RANGE = (2.0 ** -100, 2.0 ** 40)
 
@@ -49,36 +48,11 @@ def affine_f32(x: np.ndarray, scale: np.ndarray, offset: np.ndarray) -> np.ndarr
 
 
 @register
-class RescaleF32Affine(Primitive):
+class RescaleF32Affine(F32Requantization):
     name = "RESCALE_F32_AFFINE"
-    inplace = True
+    KEYS = ("scale", "offset")
 
-    def infer_shapes(self, io: StepIO) -> list[tuple[int, ...]]:
-        return [io.ins[0].shape]
-
-    @staticmethod
-    def values(io: StepIO, key: str) -> np.ndarray:
-        return np.asarray(io.attrs[key], np.float64).astype(np.float32).reshape(-1)
-
-    @staticmethod
-    def per_channel(io: StepIO) -> bool:
-        return len(io.attrs["scale"]) > 1
-
-    def axis(self, io: StepIO) -> int:
-        rank = len(io.ins[0].shape)
-        return int(io.attrs.get("axis", -1)) % rank if rank else 0
-
-    def bounds(self, io: StepIO) -> tuple[int, int]:
-        y = io.outs[0].dtype
-        return max(y.min, int(io.attrs.get("out_min", y.min))), min(y.max, int(io.attrs.get("out_max", y.max)))
-
-    def check(self, io: StepIO) -> None:
-        require(len(io.ins) == 1 and len(io.outs) == 1, "RESCALE_F32_AFFINE: needs one input and one output")
-        x, y = io.ins[0], io.outs[0]
-        require(x.dtype.name in _IN_TYPES, f"RESCALE_F32_AFFINE: input type {x.dtype} is not one of "
-                                           f"{list(_IN_TYPES)}")
-        require(y.dtype.name in _OUT_TYPES, f"RESCALE_F32_AFFINE: output type {y.dtype} is not one of "
-                                            f"{list(_OUT_TYPES)}")
+    def _check(self, io: StepIO) -> None:
         scale, offset = self.values(io, "scale"), self.values(io, "offset")
         require(scale.size >= 1 and offset.size == scale.size,
                 f"RESCALE_F32_AFFINE: {scale.size} scales and {offset.size} offsets")
@@ -86,35 +60,10 @@ class RescaleF32Affine(Primitive):
             require(bool(np.all((v == 0) | ((v >= lo) & (v <= hi)))) and bool(np.all(scale >= 0)),
                     f"RESCALE_F32_AFFINE: every {name} must be 0 or of magnitude in [{lo:g}, {hi:g}] "
                     f"(scales >= 0), got {io.attrs[name]}")
-        if self.per_channel(io):
-            rank = len(x.shape)
-            axis = int(io.attrs.get("axis", -1))
-            require(rank > 0 and -rank <= axis < rank, f"RESCALE_F32_AFFINE: axis {axis} out of range for rank "
-                                                       f"{rank}")
-            require(x.shape[axis % rank] == scale.size,
-                    f"RESCALE_F32_AFFINE: {scale.size} scales for axis {axis} of size {x.shape[axis % rank]}")
+
+    def _requantize(self, io: StepIO, x: np.ndarray, *constants: np.ndarray) -> np.ndarray:
         lo, hi = self.bounds(io)
-        require(lo <= hi, f"RESCALE_F32_AFFINE: empty output clamp [{lo}, {hi}]")
-        super().check(io)
-
-    def _apply(self, io: StepIO, x: np.ndarray, channel_axis: int | None) -> np.ndarray:
-        scale, offset = self.values(io, "scale"), self.values(io, "offset")
-        if self.per_channel(io) and channel_axis is not None:
-            view = [1] * x.ndim
-            view[channel_axis] = scale.size
-            scale, offset = scale.reshape(view), offset.reshape(view)
-        else:
-            scale, offset = scale[0], offset[0]
-        lo, hi = self.bounds(io)
-        return np.clip(affine_f32(x, scale, offset), lo, hi).astype(np.int64)
-
-    def reference(self, io: StepIO, args: list[np.ndarray]) -> list[np.ndarray]:
-        return [self._apply(io, args[0].astype(np.int64), self.axis(io))]
-
-    def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
-        ends = np.array([[in_ranges[0][0]], [in_ranges[0][1]]], np.int64)  # monotone per channel (scale >= 0)
-        r = self._apply(io, ends, 1)
-        return Ranges([(int(r.min()), int(r.max()))])
+        return np.clip(affine_f32(x, *constants), lo, hi).astype(np.int64)
 
     def constants(self, io: StepIO) -> dict[str, np.ndarray]:
         if not self.per_channel(io):
