@@ -4,6 +4,8 @@ own) of what the kernels compute on the same operands, and convolution schedules
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from . import primitives
@@ -89,6 +91,32 @@ def depthwise_accumulators(x: np.ndarray, w: np.ndarray, bias: np.ndarray, izp: 
                                                Const(bias, "i32")], [((1, oh, ow, c), "i32")], **attrs)
     args = [x.astype(np.int8), w.reshape(kh, kw, c, 1).astype(np.int8), bias.astype(np.int32)]
     return primitives.get("DEPTHWISE_CONV2D").reference(sched.io(sched.steps[0]), args)[0]
+
+
+@dataclass(frozen=True)
+class DepthwiseRow:
+    """A random int8 depthwise case (multiplier 1, no padding) and the first row of its output, as the row kernels
+    compute it: x [1, KH + stride, W, C] (its first pixel 127), w [KH, KW, C], bias, acc [pixels, C], the taps
+    [KH * KW, C] (as I32) and their offsets from a pixel's window start in x."""
+
+    x: np.ndarray
+    w: np.ndarray
+    bias: np.ndarray
+    acc: np.ndarray
+    taps: np.ndarray
+    offsets: list[int]
+
+
+def depthwise_row(rng: np.random.Generator, c: int, kernel: tuple[int, int], stride: int, pixels: int,
+                  izp: int) -> DepthwiseRow:
+    kh, kw = kernel
+    x = rng.integers(-128, 128, (1, kh + stride, (pixels - 1) * stride + kw, c))
+    x[0, 0] = 127
+    w = rng.integers(-128, 128, (kh, kw, c))
+    bias = rng.integers(-(1 << 20), 1 << 20, c)
+    acc = depthwise_accumulators(x, w, bias, izp, (stride, stride))[0, 0]
+    offsets = [(ky * x.shape[2] + kx) * c for ky in range(kh) for kx in range(kw)]
+    return DepthwiseRow(x, w, bias, acc, w.reshape(kh * kw, c).astype(I32), offsets)
 
 
 def rescale(acc: np.ndarray, mults, shifts, rounding: str, zp: int, lo: int, hi: int, out: str = "i8") -> np.ndarray:

@@ -15,7 +15,7 @@ import pytest
 from qcodegen.codegen import generate, load_target
 from qcodegen.compiler import plan
 from qcodegen.frontends import load_model
-from qcodegen.kernel_testing import KernelProgram, conv_accumulators, depthwise_accumulators, rescale
+from qcodegen.kernel_testing import I32, KernelProgram, conv_accumulators, depthwise_row, rescale
 from qcodegen.kernels.cortex_m_dsp import layouts
 from qcodegen.resources import data_path
 from qcodegen.testing import Var, prepare, step_schedule
@@ -25,7 +25,6 @@ from qcodegen.verify.runners import SemihostingRunner, binutil, content_addresse
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = load_target("cortex-m4")
 MODES = ("single", "double", "double_n")  # qc_dsp_rq8 modes 0, 1, 2
-I32 = np.int64
 
 
 class Program(KernelProgram):
@@ -161,18 +160,12 @@ def _dw_cases(prog: Program, rng: np.random.Generator) -> None:
         for c, (kh, kw), stride in ((16, (3, 3), 1), (19, (3, 3), 1), (8, (1, 2), 2)):
             izp, zp = int(rng.integers(-128, 128)), int(rng.integers(-128, 128))
             lo, hi = (-90, 40) if clamp else (-128, 127)
-            x = rng.integers(-128, 128, (1, kh + stride, 7 * stride + kw, c))
-            x[0, 0] = 127
-            w = rng.integers(-128, 128, (kh, kw, c))
-            bias = rng.integers(-(1 << 20), 1 << 20, c)
-            acc = depthwise_accumulators(x, w, bias, izp, (stride, stride))[0, 0]  # the first output row, [pixels, c]
-            pixels = acc.shape[0]
-            taps = w.reshape(kh * kw, c).astype(I32)
-            q = prog.array("int32_t", layouts.dsp_dw_q15_base(taps, bias.astype(I32), izp))
+            case = depthwise_row(rng, c, (kh, kw), stride, 8, izp)
+            acc, taps, offsets, pixels = case.acc, case.taps, case.offsets, case.acc.shape[0]
+            q = prog.array("int32_t", layouts.dsp_dw_q15_base(taps, case.bias.astype(I32), izp))
             ws = prog.array("int8_t", taps)
-            offsets = [(ky * x.shape[2] + kx) * c for ky in range(kh) for kx in range(kw)]
             tab = prog.array("uintptr_t", offsets)
-            xs = prog.array("int8_t", x)
+            xs = prog.array("int8_t", case.x)
             fn = f"qc_dsp_dw_{kernel}{'_c4' if c % 4 == 0 else ''}"
             if mode < 0:
                 expected, out_type, rq = acc, "int32_t", "NULL"

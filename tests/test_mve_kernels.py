@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from qcodegen.codegen import generate, load_target
-from qcodegen.kernel_testing import I32, KernelProgram, conv_accumulators, depthwise_accumulators, rescale
+from qcodegen.kernel_testing import I32, KernelProgram, conv_accumulators, depthwise_row, rescale
 from qcodegen.kernels.mve import layouts
 from qcodegen.resources import data_path
 from qcodegen.testing import Var, prepare, step_schedule
@@ -127,15 +127,9 @@ def _dw_cases(prog: Program, rng: np.random.Generator) -> None:
         for j, (dbl, clamp) in enumerate(variants):
             izp, zp = int(rng.integers(-128, 128)), int(rng.integers(-128, 128))
             lo, hi = (-90, 40) if clamp else (-128, 127)
-            x = rng.integers(-128, 128, (1, kh + stride, 9 * stride + kw, c))
-            x[0, 0] = 127
-            w = rng.integers(-128, 128, (kh, kw, c))
-            bias = rng.integers(-(1 << 20), 1 << 20, c)
-            acc = depthwise_accumulators(x, w, bias, izp, (stride, stride))[0, 0]  # the first output row, [pixels, c]
-            pixels = acc.shape[0]
-            taps = w.reshape(kh * kw, c).astype(I32)
-            offsets = [(ky * x.shape[2] + kx) * c for ky in range(kh) for kx in range(kw)]
-            tab, xs = prog.array("uintptr_t", offsets), prog.array("int8_t", x)
+            case = depthwise_row(rng, c, (kh, kw), stride, 10, izp)
+            acc, taps, offsets, bias, pixels = case.acc, case.taps, case.offsets, case.bias, case.acc.shape[0]
+            tab, xs = prog.array("uintptr_t", offsets), prog.array("int8_t", case.x)
             one = (i + j) % pixels
             addresses = "".join(f"  t[{t}] = (uintptr_t)({xs} + {one * stride * c} + {off});\n"
                                 for t, off in enumerate(offsets))
