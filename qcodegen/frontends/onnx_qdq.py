@@ -27,7 +27,7 @@ from ..errors import UnsupportedError
 from ..ir.graph import Graph, Op
 from ..ir.quant import QuantType, same_type
 from ..semantics import onnxruntime as ort
-from .qdq import QdqFormat, fold_qdq
+from .qdq import QdqFormat, fold_qdq, prune_dead_ops
 
 REQUANTIZE = "onnx.Requantize"
 _RENAMES = {"onnx.Conv": "onnx.QLinearConv", "onnx.MatMul": "onnx.QLinearMatMul", "onnx.Gemm": "onnx.QGemm",
@@ -178,15 +178,7 @@ class _Rewrite:
 
     def prune(self) -> None:
         """Drop ops nothing reads (the bias movement the folding left behind)."""
-        while True:
-            used = {n for op in self.graph.ops for n in op.inputs} | set(self.graph.outputs)
-            dead = [op for op in self.graph.ops if not set(op.outputs) & used]
-            if not dead:
-                return
-            for op in dead:
-                self.graph.ops.remove(op)
-                for n in op.outputs:
-                    del self.graph.tensors[n]
+        prune_dead_ops(self.graph)
 
 
 def fold_onnx_qdq(graph: Graph, where: str) -> Graph:

@@ -449,22 +449,26 @@ class _Folder:
                                            f"quantized values could not be folded into a quantized op: {reason}")
 
     def prune_dead(self) -> None:
-        used = {n for op in self.graph.ops for n in op.inputs} | set(self.graph.outputs)
-        while True:
-            dead = [op for op in self.graph.ops if op.kind in self.fmt.dequantize and not set(op.outputs) & used]
-            if not dead:
-                return
-            for op in dead:
-                self.graph.ops.remove(op)
-                for n in op.outputs:
-                    del self.graph.tensors[n]
-            used = {n for op in self.graph.ops for n in op.inputs} | set(self.graph.outputs)
+        prune_dead_ops(self.graph, lambda op: op.kind in self.fmt.dequantize)
 
 
 def is_qdq(graph: Graph, fmt: QdqFormat) -> bool:
     """Whether a float op (other than a quantize) reads a dequantized value."""
     dequantized = {n for op in graph.ops if op.kind in fmt.dequantize for n in op.outputs}
     return any(op.kind not in fmt.quantize and set(op.inputs) & dequantized for op in graph.ops)
+
+
+def prune_dead_ops(graph: Graph, removable: Callable[[Op], bool] = lambda op: True) -> None:
+    """Drop the removable ops nothing reads (graph outputs are read), and their outputs, until none is left."""
+    while True:
+        used = {n for op in graph.ops for n in op.inputs} | set(graph.outputs)
+        dead = [op for op in graph.ops if removable(op) and not set(op.outputs) & used]
+        if not dead:
+            return
+        for op in dead:
+            graph.ops.remove(op)
+            for n in op.outputs:
+                del graph.tensors[n]
 
 
 def fold_qdq(graph: Graph, fmt: QdqFormat) -> Graph:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -17,6 +18,18 @@ ACTIVATIONS: dict[str, tuple[float | None, float | None]] = {
     "none": (None, None), "relu": (0.0, None), "relu6": (0.0, 6.0), "relu_n1_to_1": (-1.0, 1.0),
 }
 
+
+
+def quant_attrs(q: QuantType) -> dict[str, Any]:
+    """The QUANTIZE / DEQUANTIZE attributes of a quantization: scale and zero point, per tensor, per axis (with the
+    axis) or blockwise (with the block sizes)."""
+    if q.kind == "per_tensor":
+        return {"scale": q.scale, "zero_point": q.zero_point}
+    if q.kind == "per_axis":
+        return {"scale": [float(s) for s in q.scales], "zero_point": [int(z) for z in q.zero_points],
+                "axis": int(q.axis)}
+    return {"scale": q.scales.tolist(), "zero_point": q.zero_points.tolist(),
+            "block_sizes": [int(b) for b in q.block_sizes]}
 
 
 def quantize_value(value: float, q: QuantType) -> int:

@@ -3,21 +3,9 @@ block (sub-channel: the block grid of scales and zero points, indexed per elemen
 
 from __future__ import annotations
 
-from typing import Any
-
 from ...ir.graph import Op
-from ...ir.quant import QuantType
 from ..base import Lowerer, rule
-
-
-def _quant_attrs(lw: Lowerer, q: QuantType, name: str) -> dict[str, Any]:
-    if q.kind == "per_tensor":
-        return {"scale": q.scale, "zero_point": q.zero_point}
-    if q.kind == "per_axis":
-        return {"scale": [float(s) for s in q.scales], "zero_point": [int(z) for z in q.zero_points],
-                "axis": int(q.axis)}
-    return {"scale": q.scales.tolist(), "zero_point": q.zero_points.tolist(),
-            "block_sizes": [int(b) for b in q.block_sizes]}
+from ..common import quant_attrs
 
 
 def _operands(lw: Lowerer, float_side: str) -> tuple[str, str]:
@@ -36,11 +24,11 @@ def lower_quantize(lw: Lowerer, op: Op, nan_value: int | None = None) -> None:
     src, dst = _operands(lw, "input")
     q = lw.quant_out(0, per_tensor=False)
     extra = {} if nan_value is None else {"nan_value": nan_value}
-    lw.emit("QUANTIZE", [src], [dst], qmin=q.storage_min, qmax=q.storage_max, **_quant_attrs(lw, q, dst), **extra)
+    lw.emit("QUANTIZE", [src], [dst], qmin=q.storage_min, qmax=q.storage_max, **quant_attrs(q), **extra)
 
 
 @rule("dequantize")
 def lower_dequantize(lw: Lowerer, op: Op) -> None:
     src, dst = _operands(lw, "output")
     q = lw.quant_in(0, per_tensor=False)
-    lw.emit("DEQUANTIZE", [src], [dst], **_quant_attrs(lw, q, src))
+    lw.emit("DEQUANTIZE", [src], [dst], **quant_attrs(q))

@@ -8,26 +8,14 @@ subtraction in integers, one float32 multiply. Per tensor, per axis and blocked 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ...ir.graph import Op
-from ...ir.quant import QuantType
 from ...ir.rescale import RescaleParams
 from ...semantics.onnxruntime import unary_table
 from ..base import Lowerer, rule
+from ..common import quant_attrs
 from .tables import table
-
-
-def quant_attrs(q: QuantType) -> dict[str, Any]:
-    if q.kind == "per_tensor":
-        return {"scale": q.scale, "zero_point": q.zero_point}
-    if q.kind == "per_axis":
-        return {"scale": [float(s) for s in q.scales], "zero_point": [int(z) for z in q.zero_points],
-                "axis": int(q.axis)}
-    return {"scale": q.scales.tolist(), "zero_point": q.zero_points.tolist(),
-            "block_sizes": [int(b) for b in q.block_sizes]}
 
 
 @rule("onnx.QuantizeLinear")
