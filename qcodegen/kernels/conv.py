@@ -11,37 +11,11 @@ import numpy as np
 
 from .. import primitives
 from ..ir.schedule import CONST, Buffer, StepIO
-from ..primitives.fused import part_ios, requantize_context
+from ..primitives.fused import Requantization, part_ios, requantization
 
 # The largest gathered window (elements) of templates/generic/conv2d.c.j2: a larger window is summed tap by tap,
 # without the `channels` hook (the renderer gives the template this value).
 PATCH_LIMIT = 4096
-
-
-@dataclass(frozen=True)
-class Requantization:
-    """The RESCALE of a FUSED_CONV's accumulator (qcodegen/primitives/fused.py requantize_context): the C scale
-    function of its rounding (qc_scale32_single, qc_scale32_double(_gt31), qc_scale32_half_even, qc_scale16),
-    per-channel or not, the multipliers and shifts (one per channel, or one), the output zero point and clamp."""
-
-    fn: str
-    per_channel: bool
-    scale32: bool
-    multipliers: tuple[int, ...]
-    shifts: tuple[int, ...]
-    output_zp: int
-    lo: int
-    hi: int
-
-    @property
-    def min_shift(self) -> int:
-        return min(self.shifts)
-
-    @staticmethod
-    def of(context: dict[str, Any]) -> Requantization:
-        return Requantization(context["fn"], bool(context["per_channel"]), bool(context["scale32"]),
-                              tuple(context["multipliers"]), tuple(context["shifts"]), int(context["output_zp"]),
-                              int(context["lo"]), int(context["hi"]))
 
 
 @dataclass(frozen=True)
@@ -128,7 +102,7 @@ def conv_step(io: StepIO) -> ConvStep | None:
     conv, rq = io, None
     if io.step.op == "FUSED_CONV":
         conv, rescale = part_ios(io)
-        rq = Requantization.of(requantize_context(rescale))
+        rq = requantization(rescale)
     if conv.step.op not in ("CONV2D", "DEPTHWISE_CONV2D"):
         return None
     ctx = primitives.get(conv.step.op).template_context(conv)

@@ -263,16 +263,15 @@ def _ew_part(part: StepIO) -> EwPart | None:
     if op != "RESCALE":
         return None
     rq = ctx["rq"]
-    m, s, zp = int(rq["multiplier"]), int(rq["shift"]), int(rq["output_zp"])
-    if not (rq["scale32"] and not rq["per_channel"] and m >= 0 and -65536 < zp < 65536
-            and rq["fn"] in _EXACT_RESCALE_FNS):
+    m, s, zp = rq.multiplier, rq.shift, rq.output_zp
+    if not (rq.scale32 and not rq.per_channel and m >= 0 and -65536 < zp < 65536 and rq.fn in _EXACT_RESCALE_FNS):
         return None
     if 32 <= s <= 62:
-        return EwPart("qc_mve_ew_rescale32", (rq["input_zp"], m, 31 - s, zp, 0 if rq["fn"] == "qc_scale32_single"
-                                              else 1, rq["lo"], rq["hi"]))
+        return EwPart("qc_mve_ew_rescale32", (rq.input_zp, m, 31 - s, zp, 0 if rq.fn == "qc_scale32_single" else 1,
+                                              rq.lo, rq.hi))
     k = _pow2(m)
     if s >= 2 and k is not None:
-        return EwPart("qc_mve_ew_rescale_pow2", (rq["input_zp"], k - s, zp, rq["lo"], rq["hi"]))
+        return EwPart("qc_mve_ew_rescale_pow2", (rq.input_zp, k - s, zp, rq.lo, rq.hi))
     return None
 
 

@@ -427,18 +427,17 @@ def _ew_part(p: dict[str, Any]) -> EwPart | None:
     args = tuple(v if v.startswith("t") else f"v_{v}" for _, v in p["args"])
     if p["op"] == "RESCALE":
         rq = p["rq"]
-        if not (rq["scale32"] and not rq["per_channel"] and 2 <= rq["shift"] <= 62
-                and rq["fn"] in ("qc_scale32_single", "qc_scale32_double", "qc_scale32_double_gt31")
-                and INT32_MIN <= rq["input_zp"] <= INT32_MAX
-                and INT32_MIN <= rq["lo"] - rq["output_zp"] and rq["hi"] - rq["output_zp"] <= INT32_MAX):
+        if not (rq.scale32 and not rq.per_channel and 2 <= rq.shift <= 62
+                and rq.fn in ("qc_scale32_single", "qc_scale32_double", "qc_scale32_double_gt31")
+                and INT32_MIN <= rq.input_zp <= INT32_MAX
+                and INT32_MIN <= rq.lo - rq.output_zp and rq.hi - rq.output_zp <= INT32_MAX):
             return None
-        m, s = int(rq["multiplier"]), int(rq["shift"])
-        dbl = rq["fn"] == "qc_scale32_double_gt31" or (rq["fn"] == "qc_scale32_double" and s > 31)
+        m, s = rq.multiplier, rq.shift
+        dbl = rq.fn == "qc_scale32_double_gt31" or (rq.fn == "qc_scale32_double" and s > 31)
         power = m.bit_length() - 1 if m > 0 and m & (m - 1) == 0 else -1
         shl = power - s if power >= s and not dbl else -1
-        clamp = not (rq["lo"] == INT32_MIN and rq["hi"] == INT32_MAX and rq["output_zp"] == 0)
-        return EwPart("rescale", args, p["out"], int(rq["input_zp"]), m, s, dbl, shl, clamp, int(rq["output_zp"]),
-                      int(rq["lo"]), int(rq["hi"]))
+        clamp = not (rq.lo == INT32_MIN and rq.hi == INT32_MAX and rq.output_zp == 0)
+        return EwPart("rescale", args, p["out"], rq.input_zp, m, s, dbl, shl, clamp, rq.output_zp, rq.lo, rq.hi)
     if p["op"] == "CLAMP" and INT32_MIN <= p["lo"] and p["hi"] <= INT32_MAX:
         return EwPart("clamp", args, p["out"], lo=int(p["lo"]), hi=int(p["hi"]))
     if p["op"] in ("ADD", "SUB") and p["out_ctype"] == "int32_t":
