@@ -5,13 +5,13 @@ Python over named fields."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from .. import primitives
 from ..ir.schedule import CONST, Buffer, StepIO
 from ..primitives.fused import Requantization, part_ios, requantization
+from ..primitives.geometry import WindowLoops
 
 # The largest gathered window (elements) of templates/generic/conv2d.c.j2: a larger window is summed tap by tap,
 # without the `channels` hook (the renderer gives the template this value).
@@ -26,7 +26,7 @@ class ConvStep:
     [KH, KW, C, M] for depthwise), bias and output buffers (y: the step's output, requantized for a FUSED_CONV);
     izp, wzp: zero points; pad_value; m: the depthwise channel multiplier (1 for CONV2D); rows: output channels
     (weight rows); k: a row's length (KH * KW * C) for CONV2D, the window's taps for DEPTHWISE_CONV2D; window:
-    Window.context() (templates/generic/_window.c.j2); rq: the fused requantization or None; widened: range
+    Window.loops() (templates/generic/_window.c.j2); rq: the fused requantization or None; widened: range
     analysis could not prove the accumulator in its type (Step.widened): int64 arithmetic, saturated (the portable
     loops only)."""
 
@@ -41,19 +41,18 @@ class ConvStep:
     m: int
     rows: int
     k: int
-    window: dict[str, Any]
+    window: WindowLoops
     bias_per_channel: bool
     rq: Requantization | None
     widened: bool
 
     @property
     def pixels(self) -> int:
-        g = self.window
-        return g["n"] * g["oh"] * g["ow"]
+        return self.window.pixels
 
     @property
     def taps(self) -> int:
-        return self.window["kh"] * self.window["kw"]
+        return self.window.taps
 
     @property
     def int8(self) -> bool:
@@ -75,7 +74,7 @@ class ConvStep:
     def direct(self) -> bool:
         """CONV2D reads each pixel's window in place (1x1, no padding) instead of gathering it."""
         g = self.window
-        return g["kh"] == 1 and g["kw"] == 1 and g["all_interior"]
+        return g.kh == 1 and g.kw == 1 and g.all_interior
 
     @property
     def channels_hook(self) -> bool:
@@ -107,7 +106,7 @@ def conv_step(io: StepIO) -> ConvStep | None:
         return None
     ctx = primitives.get(conv.step.op).template_context(conv)
     g = ctx["win"]
-    k = g["kh"] * g["kw"] * (g["c"] if conv.step.op == "CONV2D" else 1)
+    k = g.kh * g.kw * (g.c if conv.step.op == "CONV2D" else 1)
     return ConvStep(conv.step.op, io.ins[0], io.ins[1], io.ins[2], io.outs[0], int(ctx["izp"]), int(ctx["wzp"]),
                     int(ctx["pad_value"]), int(ctx.get("m", 1)), int(ctx["oc"]), k, g, bool(ctx["bias_per_channel"]),
                     rq, bool(ctx.get("widened")))

@@ -138,6 +138,6 @@ class BlockConv2D(Primitive):
         win = self.window(io)
         blocks, c = self.blocks(io), io.ins[0].shape[3]
         izp, wzp = self.zero_points(io)
-        return dict(win=win.context(), oc=io.ins[1].shape[0], k=win.taps * c, taps=win.taps, blocks=blocks,
+        return dict(win=win.loops(), oc=io.ins[1].shape[0], k=win.taps * c, taps=win.taps, blocks=blocks,
                     bs=c // blocks, patch_limit=PATCH_LIMIT, izp=izp, wzp=wzp,
                     rq=requantization(self.rescale_io(io)))

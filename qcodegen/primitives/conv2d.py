@@ -126,7 +126,7 @@ class ConvBase(Primitive):
         p = self.params(io)
         win = self.window(io)
         padd = p["pad_value"] - p["izp"]
-        return dict(p, win=win.context(), oc=self.out_channels(io), pad_term=padd if win.reads_padding else 0,
+        return dict(p, win=win.loops(), oc=self.out_channels(io), pad_term=padd if win.reads_padding else 0,
                     **accumulator_context(io, p["acc_type"]), bias_per_channel=io.ins[2].shape[0] > 1)
 
 

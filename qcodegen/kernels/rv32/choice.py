@@ -169,17 +169,17 @@ def _why_not_depthwise(c: ConvStep) -> str:
 
 def _depthwise(c: ConvStep) -> KernelChoice | None:
     g = c.window
-    height = (g["oh"] - 1) * g["sy"] + (g["kh"] - 1) * g["dy"] + 1
-    width = (g["ow"] - 1) * g["sx"] + (g["kw"] - 1) * g["dx"] + 1
+    height = (g.oh - 1) * g.sy + (g.kh - 1) * g.dy + 1
+    width = (g.ow - 1) * g.sx + (g.kw - 1) * g.dx + 1
     bias = c.bias_abs_max
     if not (c.int8 and c.wzp == 0 and c.m == 1 and c.taps <= MAX_DW_TAPS and bias is not None
             and -128 <= c.pad_value <= 127 and height * width <= MAX_DW_PLANE
             and bias + c.taps * 2 ** 17 < 2 ** 31):
         return None
-    rows, cols = min(g["ih"], height - g["pt"]), min(g["iw"], width - g["pl"])
-    padded = g["pt"] > 0 or g["pl"] > 0 or rows < height - g["pt"] or cols < width - g["pl"]
-    offsets = tuple(ky * g["dy"] * width + kx * g["dx"] for ky in range(g["kh"]) for kx in range(g["kw"]))
-    params = DepthwisePlane(c.rows, c.taps, height, width, rows, cols, g["pt"], g["pl"], padded, c.pad_value,
+    rows, cols = min(g.ih, height - g.pt), min(g.iw, width - g.pl)
+    padded = g.pt > 0 or g.pl > 0 or rows < height - g.pt or cols < width - g.pl
+    offsets = tuple(ky * g.dy * width + kx * g.dx for ky in range(g.kh) for kx in range(g.kw))
+    params = DepthwisePlane(c.rows, c.taps, height, width, rows, cols, g.pt, g.pl, padded, c.pad_value,
                             cols <= 16 and cols * c.rows <= 2048, offsets, c.izp)
     reason = (f"int8 x int8, weight zero point 0, multiplier 1, {c.taps} taps, constant bias, a padded plane of "
               f"{height} x {width} bytes, |bias| + taps 2^17 < 2^31")
