@@ -98,15 +98,11 @@ def _layer(schedule: Schedule, k: int) -> Layer | None:
         return Layer(k, x.shape[1], y.shape[1], row_wise=True)
     if step.op not in WINDOW_OPS:
         return None
-    if step.op in ("CONV2D", "DEPTHWISE_CONV2D"):
-        kh = schedule.buffers[step.inputs[1]].shape[1 if step.op == "CONV2D" else 0]
-        dilation = int(step.attrs["dilation"][0])
-    else:
-        kh, dilation = int(step.attrs["kernel"][0]), 1
-    pool = (step.op == "AVG_POOL2D" and y.shape[1:3] == (1, 1) and tuple(step.attrs["kernel"]) == x.shape[1:3]
-            and not any(step.attrs["pad"]) and x.dtype.name == "i8")
-    return Layer(k, x.shape[1], y.shape[1], (kh - 1) * dilation + 1, int(step.attrs["stride"][0]),
-                 int(step.attrs["pad"][0]), pool)
+    win = primitives.get(step.op).window(schedule.io(step))
+    pool = (step.op == "AVG_POOL2D" and y.shape[1:3] == (1, 1) and win.kernel == x.shape[1:3] and not any(win.pad)
+            and x.dtype.name == "i8")
+    return Layer(k, x.shape[1], y.shape[1], (win.kernel[0] - 1) * win.dilation[0] + 1, win.stride[0], win.pad[0],
+                 pool)
 
 
 def chains(schedule: Schedule) -> list[list[Layer]]:
