@@ -67,15 +67,15 @@ class Conv3D(Primitive):
         require(acc is not None, f"CONV3D: unsupported input x weight types {x.dtype} x {w.dtype} "
                                  f"(supported: i8 x i8, i8 x i4, i16 x i8)")
         p = ConvBase.params(io)
-        require(p["acc_type"] == acc, f"CONV3D: acc_type must be {acc} for {x.dtype} x {w.dtype}, "
-                                      f"got {p['acc_type']}")
+        require(p.acc_type == acc, f"CONV3D: acc_type must be {acc} for {x.dtype} x {w.dtype}, "
+                                      f"got {p.acc_type}")
         require(io.outs[0].dtype.name == acc and b.dtype.name == acc,
                 f"CONV3D: output and bias types must be {acc}, got {io.outs[0].dtype} and {b.dtype}")
         require(x.shape[4] == w.shape[4], f"CONV3D: input has {x.shape[4]} channels, the weights "
                                           f"{list(w.shape)} expect {w.shape[4]}")
         require(len(b.shape) == 1 and b.shape[0] in (1, w.shape[0]),
                 f"CONV3D: bias shape {list(b.shape)} must be [{w.shape[0]}] or [1]")
-        for which, zp, dt in (("input", p["izp"], x.dtype), ("weight", p["wzp"], w.dtype)):
+        for which, zp, dt in (("input", p.izp, x.dtype), ("weight", p.wzp, w.dtype)):
             if dt.name == "i8":
                 require(dt.min <= zp <= dt.max, f"CONV3D: {which} zero point {zp} is outside i8")
             else:
@@ -85,25 +85,25 @@ class Conv3D(Primitive):
     def reference(self, io: StepIO, args: list[np.ndarray]) -> list[np.ndarray]:
         g, p = self.geometry(io), ConvBase.params(io)
         pad = g["pad"]
-        xp = np.pad(args[0].astype(np.int64) - p["izp"], ((0, 0), (pad[0], pad[1]), (pad[2], pad[3]),
+        xp = np.pad(args[0].astype(np.int64) - p.izp, ((0, 0), (pad[0], pad[1]), (pad[2], pad[3]),
                                                           (pad[4], pad[5]), (0, 0)))  # padding taps add 0
         index = [np.arange(o)[:, None] * s + np.arange(k)[None, :] * d
                  for o, s, k, d in zip(self.out_size(io), g["stride"], g["kernel"], g["dilation"], strict=True)]
         taps = xp[:, index[0][:, None, None, :, None, None], index[1][None, :, None, None, :, None],
                   index[2][None, None, :, None, None, :], :]  # [N, OD, OH, OW, KD, KH, KW, IC]
-        w = args[1].astype(np.int64) - p["wzp"]
+        w = args[1].astype(np.int64) - p.wzp
         acc = np.tensordot(taps, w, axes=([4, 5, 6, 7], [1, 2, 3, 4]))
-        return [required_accumulator(self.name, acc, args[2].astype(np.int64), acc_bits(p["acc_type"]))]
+        return [required_accumulator(self.name, acc, args[2].astype(np.int64), acc_bits(p.acc_type))]
 
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
         """Border outputs sum fewer taps: the input interval is widened to include 0 (an absent tap)."""
         p = ConvBase.params(io)
-        lo, hi = in_ranges[0][0] - p["izp"], in_ranges[0][1] - p["izp"]
+        lo, hi = in_ranges[0][0] - p.izp, in_ranges[0][1] - p.izp
         w_lo, w_hi = operand_interval(io.ins[1], in_ranges[1])
         oc = io.ins[1].shape[0]
-        taps = (w_lo.reshape(oc, -1) - p["wzp"], w_hi.reshape(oc, -1) - p["wzp"])
+        taps = (w_lo.reshape(oc, -1) - p.wzp, w_hi.reshape(oc, -1) - p.wzp)
         where = self.name + (f" ({io.step.source})" if io.step.source else "")
-        bits = acc_bits(p["acc_type"])
+        bits = acc_bits(p.acc_type)
         acc, overflow = accumulator_check(where, taps, (min(lo, 0), max(hi, 0)),
                                           operand_interval(io.ins[2], in_ranges[2]), bits)
         return accumulator_ranges(acc, overflow, bits)
@@ -115,6 +115,6 @@ class Conv3D(Primitive):
         g, p = self.geometry(io), ConvBase.params(io)
         (kd, kh, kw), (sd, sy, sx), (dd, dy, dx) = g["kernel"], g["stride"], g["dilation"]
         (idp, ih, iw), (od, oh, ow) = g["size"], self.out_size(io)
-        return dict(p, n=g["n"], id=idp, ih=ih, iw=iw, ic=g["ic"], oc=g["oc"], kd=kd, kh=kh, kw=kw, sd=sd, sy=sy,
-                    sx=sx, dd=dd, dy=dy, dx=dx, od=od, oh=oh, ow=ow, pd=g["pad"][0], pt=g["pad"][2], pl=g["pad"][4],
-                    **accumulator_context(io, p["acc_type"]), bias_per_channel=io.ins[2].shape[0] > 1)
+        return dict(p.context(), n=g["n"], id=idp, ih=ih, iw=iw, ic=g["ic"], oc=g["oc"], kd=kd, kh=kh, kw=kw, sd=sd,
+                    sy=sy, sx=sx, dd=dd, dy=dy, dx=dx, od=od, oh=oh, ow=ow, pd=g["pad"][0], pt=g["pad"][2],
+                    pl=g["pad"][4], **accumulator_context(io, p.acc_type), bias_per_channel=io.ins[2].shape[0] > 1)

@@ -74,7 +74,7 @@ class TransposeConv2D(Primitive):
     def check(self, io: StepIO) -> None:
         op = self.name
         p = ConvBase.params(io)
-        x, w, b = check_operand_types(io, op, p["acc_type"])
+        x, w, b = check_operand_types(io, op, p.acc_type)
         g = self.geometry(io)
         require(x.shape[3] == w.shape[3], f"{op}: input has {x.shape[3]} channels, the weights "
                                           f"{list(w.shape)} expect {w.shape[3]}")
@@ -84,7 +84,7 @@ class TransposeConv2D(Primitive):
         for side, pad, k in (("top", g.top, g.kh), ("bottom", g.bottom, g.kh), ("left", g.left, g.kw),
                              ("right", g.right, g.kw)):
             require(pad > -k, f"{op}: out_pad {side} {pad} must be greater than -{k} (kernel)")
-        for which, zp, dt in (("input", p["izp"], x.dtype), ("weight", p["wzp"], w.dtype)):
+        for which, zp, dt in (("input", p.izp, x.dtype), ("weight", p.wzp, w.dtype)):
             if dt.name == "i8":
                 require(dt.min <= zp <= dt.max, f"{op}: {which} zero point {zp} is outside i8")
             else:
@@ -94,8 +94,8 @@ class TransposeConv2D(Primitive):
 
     def reference(self, io: StepIO, args: list[np.ndarray]) -> list[np.ndarray]:
         g, p = self.geometry(io), ConvBase.params(io)
-        x = args[0].astype(np.int64) - p["izp"]
-        w = args[1].astype(np.int64) - p["wzp"]
+        x = args[0].astype(np.int64) - p.izp
+        w = args[1].astype(np.int64) - p.wzp
         fh, fw = (g.ih - 1) * g.sy + g.kh, (g.iw - 1) * g.sx + g.kw
         full = np.zeros((g.n, fh, fw, g.oc), np.int64)  # before out_pad: row iy * sy + ky
         for ky in range(g.kh):
@@ -108,22 +108,22 @@ class TransposeConv2D(Primitive):
         keep_r = (rows >= 0) & (rows < g.oh)
         keep_c = (cols >= 0) & (cols < g.ow)
         out[:, rows[keep_r][:, None], cols[keep_c][None, :], :] = full[:, keep_r][:, :, keep_c]
-        return [required_accumulator(self.name, out, args[2].astype(np.int64), acc_bits(p["acc_type"]))]
+        return [required_accumulator(self.name, out, args[2].astype(np.int64), acc_bits(p.acc_type))]
 
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
         """The union over the stride phases (oy - top) mod sy, (ox - left) mod sx: an output pixel sums a subset
         of the taps ky, kx of its phase (border pixels fewer; some pixels only the bias), so the input interval
         is widened to include 0 (an absent tap)."""
         g, p = self.geometry(io), ConvBase.params(io)
-        lo, hi = in_ranges[0][0] - p["izp"], in_ranges[0][1] - p["izp"]
+        lo, hi = in_ranges[0][0] - p.izp, in_ranges[0][1] - p.izp
         w_lo, w_hi = operand_interval(io.ins[1], in_ranges[1])
         bias = operand_interval(io.ins[2], in_ranges[2])
         where = self.name + (f" ({io.step.source})" if io.step.source else "")
-        bits = acc_bits(p["acc_type"])
+        bits = acc_bits(p.acc_type)
         bounds, overflows = [], []
         for ry in range(min(g.sy, g.kh)):
             for rx in range(min(g.sx, g.kw)):
-                taps = tuple(t[:, ry::g.sy, rx::g.sx, :].reshape(g.oc, -1) - p["wzp"] for t in (w_lo, w_hi))
+                taps = tuple(t[:, ry::g.sy, rx::g.sx, :].reshape(g.oc, -1) - p.wzp for t in (w_lo, w_hi))
                 bound, overflow = accumulator_check(where, taps, (min(lo, 0), max(hi, 0)), bias, bits)
                 bounds.append(bound)
                 overflows += [overflow] if overflow else []
@@ -136,5 +136,5 @@ class TransposeConv2D(Primitive):
 
     def template_context(self, io: StepIO) -> dict[str, Any]:
         p = ConvBase.params(io)
-        return dict(p, geom=self.geometry(io), **accumulator_context(io, p["acc_type"]),
+        return dict(p.context(), geom=self.geometry(io), **accumulator_context(io, p.acc_type),
                     bias_per_channel=io.ins[2].shape[0] > 1)

@@ -317,11 +317,11 @@ def _convolution(b: _Builder, io: StepIO) -> None:
     a, p = io.attrs, primitives.get(io.step.op).params(io)
     pad = _ints(a["pad"])
     src = b.tensor(x.name)
-    if p["pad_value"] != p["izp"] and any(pad):  # out-of-bounds taps read pad_value: pad explicitly
-        src = b.pad(src, x.shape, x.dtype, [0, 0, *pad, 0, 0], p["pad_value"])
+    if p.pad_value != p.izp and any(pad):  # out-of-bounds taps read pad_value: pad explicitly
+        src = b.pad(src, x.shape, x.dtype, [0, 0, *pad, 0, 0], p.pad_value)
         pad = [0, 0, 0, 0]
-    inputs = [src, b.tensor(w.name), b.tensor(bias.name), b.scalar(p["izp"], container(x.dtype), "input_zp"),
-              b.scalar(p["wzp"], container(w.dtype), "weight_zp")]
+    inputs = [src, b.tensor(w.name), b.tensor(bias.name), b.scalar(p.izp, container(x.dtype), "input_zp"),
+              b.scalar(p.wzp, container(w.dtype), "weight_zp")]
     b.emit(io.step.op, inputs, b.result(y.name), pad, _ints(a["stride"]), _ints(a.get("dilation", [1, 1])),
            False, b.tosa_type(y.dtype))
 
