@@ -45,6 +45,7 @@ from ..fixedpoint import Rounding
 from ..ir.dtypes import DType
 from ..ir.rescale import RescaleParams
 from ..ir.schedule import CONST, INPUT, Schedule, StepIO
+from ..primitives.base import axis_attr
 from ..primitives.rescale import type_range
 from ..reference.executor import check_inputs
 
@@ -278,7 +279,7 @@ def _ints(values: Any) -> list[int]:
 
 def _axis(io: StepIO) -> int:
     rank = len(io.ins[0].shape)
-    return int(io.attrs["axis"]) % rank if rank else 0
+    return axis_attr(io) % rank if rank else 0
 
 
 # ---- one emitter per primitive
