@@ -243,7 +243,7 @@ def _rq_arrays(rq: Requantization, c: ConvStep, names: ArrayNames) -> dict[str, 
 def _acc32(io: StepIO) -> bool:
     """The convolution accumulates in int32 (acc_type i32, not widened)."""
     conv = part_ios(io)[0] if io.step.op == "FUSED_CONV" else io
-    return conv.step.attrs.get("acc_type", "i32") == "i32"
+    return primitives.get(conv.step.op).params(conv).acc_type == "i32"
 
 
 def _bits(c: ConvStep) -> int:
