@@ -92,8 +92,8 @@ def _layer(schedule: Schedule, k: int) -> Layer | None:
             or any(b.kind != CONST for b in consts) or y.kind not in (TEMP, OUTPUT)):
         return None
     if step.op in ROW_WISE_OPS:
-        axis = step.attrs.get("axis", -1) % 4
-        if x.shape != y.shape or (step.attrs.get("per_channel") and axis != 3):
+        r = RescaleParams.from_attrs(step.attrs) if step.op == "RESCALE" else None
+        if x.shape != y.shape or (r is not None and r.per_channel and r.axis % 4 != 3):
             return None
         return Layer(k, x.shape[1], y.shape[1], row_wise=True)
     if step.op not in WINDOW_OPS:
@@ -225,8 +225,9 @@ class _Builder:
         y, source = pool.outputs[0], f"{pool.source} [sum rows {rows.lo}:{rows.hi}]"
         _, r, w, c = self.schedule.buffers[rows.name].shape
         part = self.buffer(y, 0, f"p{rows.lo}", (1, 1, 1, c))
-        attrs = {"pad": [0, 0, 0, 0], "stride": [1, 1], "dilation": [1, 1], "input_zp": int(pool.attrs.get(
-            "input_zp", 0)), "weight_zp": 0, "acc_type": "i32"}
+        izp, _ = primitives.get("AVG_POOL2D").zero_points(self.schedule.io(pool))
+        attrs = {"pad": [0, 0, 0, 0], "stride": [1, 1], "dilation": [1, 1], "input_zp": izp, "weight_zp": 0,
+                 "acc_type": "i32"}
         ones = self.const("pool_ones", np.ones((r, w, c, 1), np.int8), "i8")
         self.steps.append(Step("DEPTHWISE_CONV2D", [rows.name, ones, self.const("pool_zero", np.zeros(c, np.int32),
                                                                                "i32")], [part], attrs, source))
@@ -251,8 +252,9 @@ class _Builder:
         """The pool's output from the sum of all its taps: AVG_POOL2D's own scaling (one RESCALE)."""
         x = self.schedule.buffers[pool.inputs[0]]
         multiplier, shift = reciprocal_scale(x.shape[1] * x.shape[2])
-        self.steps.append(Step("RESCALE", [total], [pool.outputs[0]],
-                               _rescale(multiplier, shift, 0, pool.attrs.get("output_zp", 0)), pool.source))
+        _, ozp = primitives.get("AVG_POOL2D").zero_points(self.schedule.io(pool))
+        self.steps.append(Step("RESCALE", [total], [pool.outputs[0]], _rescale(multiplier, shift, 0, ozp),
+                               pool.source))
 
 
 def stream(schedule: Schedule, stage: list[Layer], rows: int) -> Patching:
