@@ -177,17 +177,76 @@ def _rv32_scale_cases(prog: Program, rng: np.random.Generator) -> None:
                    f"qc_rv32_scale32({v}[i], {m}[i], {s}[i], {2 * zp + 1}, {mode}), -32768, 32767);", "r", expected)
 
 
+# qc_rv32_dw_plane cases: input [N, IH, IW, C], kernel, stride, dilation, pad, izp, pad_value, output (bits 32:
+# the accumulators; else int8 / int16 requantized in qc_rv32_scale32 mode `mode`, per channel or per tensor)
+RV32_DW_CASES = [
+    ((1, 6, 5, 8), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), 0, -128, 8, 2, True),    # DS-CNN's 3x3 (DOUBLE_29)
+    ((2, 7, 9, 5), (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), -3, -3, 32, 0, False),   # strides, batches, int32 out
+    ((1, 8, 8, 3), (2, 4), (1, 2), (2, 1), (0, 1, 2, 2), 7, -128, 16, 0, False),  # dilation, uneven padding
+    ((1, 6, 20, 4), (4, 4), (1, 1), (1, 1), (0, 0, 0, 0), 0, 0, 8, 1, True),      # 16 taps, rows copied in loops
+    ((1, 3, 3, 2), (3, 3), (1, 1), (1, 1), (2, 2, 2, 2), 127, 127, 8, 1, False),  # more padding than input
+]
+
+
+def _rv32_depthwise_cases(prog: Program, rng: np.random.Generator) -> None:
+    """qc_rv32_dw_plane (qc_rv32_dw.h) with the geometry the kernel choice makes for the step (rendered as the
+    template renders it) against DEPTHWISE_CONV2D, then RESCALE of its accumulators for the requantized outputs;
+    extreme weights, inputs and biases."""
+    from qcodegen.kernels.names import ArrayNames
+    from qcodegen.kernels.rv32.choice import choose
+
+    for shape, kernel, stride, dilation, pad, izp, pad_value, bits, mode, per_channel in RV32_DW_CASES:
+        n, ih, iw, c = shape
+        x = rng.integers(-128, 128, shape)
+        x.reshape(-1)[:3] = [-128, 127, -128]
+        w = rng.integers(-128, 128, (*kernel, c, 1))
+        w.reshape(-1)[:2] = [-128, 127]
+        bias = rng.integers(-(1 << 16), 1 << 16, c)
+        oh = (ih - 1 + pad[0] + pad[1] - (kernel[0] - 1) * dilation[0]) // stride[0] + 1
+        ow = (iw - 1 + pad[2] + pad[3] - (kernel[1] - 1) * dilation[1]) // stride[1] + 1
+        sched = step_schedule("DEPTHWISE_CONV2D", [Var(shape, "i8"), Const(w, "i8"), Const(bias, "i32")],
+                              [((n, oh, ow, c), "i32")], pad=list(pad), stride=list(stride), dilation=list(dilation),
+                              input_zp=izp, weight_zp=0, pad_value=pad_value, acc_type="i32")
+        io = sched.io(sched.steps[0])
+        choice = choose(io, 0, ArrayNames("t"), "compact")
+        assert choice.form == "dw_plane", choice.reason
+        p = choice.params
+        acc = primitives.get("DEPTHWISE_CONV2D").reference(io, [x.astype(np.int8), w.astype(np.int8),
+                                                               bias.astype(np.int32)])[0]
+        geometry = (f"{n}, {c}, {ih}, {iw}, {oh}, {ow}, {stride[0]}, {stride[1]}, {p.height}, {p.width}, {p.rows}, "
+                    f"{p.cols}, {p.top}, {p.left}, {int(p.padded)}, {p.pad_value}, {int(p.unrolled)}, {p.taps}, "
+                    f"{{{', '.join(map(str, p.offsets))}}}, {p.izp}")
+        if bits == 32:
+            expected, ctype, store = acc, "int32_t", "4, NULL, NULL, 0, 0, 0, 0, 0, 0"
+        else:
+            mults, shifts = _scales(rng, max(c, 3), 37)  # (outputs around the int8 range; the modes: above)
+            mults, shifts = (mults[:c], shifts[:c]) if per_channel else (mults[2:3], shifts[2:3])
+            zp = int(rng.integers(-100, 100))
+            lo, hi = (-128 if mode < 2 else zp, 127) if bits == 8 else (-32768, 32767)  # (mode 2: a ReLU)
+            expected = _rescale(acc, mults, shifts, "single_round" if mode == 0 else "double_round", zp,
+                                f"i{bits}", lo, hi)
+            ctype = f"int{bits}_t"
+            scales = (f"{prog.array('int32_t', mults)}, {prog.array('int8_t', shifts)}, 0, 0" if per_channel else
+                      f"NULL, NULL, {mults[0]}, {shifts[0]}")
+            store = f"{bits // 8}, {scales}, {2 * zp + 1}, {mode}, {lo}, {hi}"
+        prog.check(f"  static const qc_rv32_dw_geometry g = {{{geometry}}};\n"
+                   f"  static const qc_rv32_dw_store st = {{{store}}};\n  int8_t pl[{p.height * p.width}];\n"
+                   f"  {ctype} r[{acc.size}];\n  qc_rv32_dw_plane(&g, &st, {prog.array('int8_t', x)}, "
+                   f"{prog.array('int8_t', w)}, {prog.array('int32_t', bias)}, 1, r, pl);", "r", expected)
+
+
 def test_rv32_kernels_against_the_numpy_primitives(tmp_path):
     target = _target("riscv32")
     # hide(p), hide_w(p): p through a volatile pointer (its array's size unknown to the compiler)
-    prog = Program(["qc_minilibc.h", "qc_runtime.h", "qc_rv32.h", "qc_rv32_dot.h"],
+    prog = Program(["qc_minilibc.h", "qc_runtime.h", "qc_rv32.h", "qc_rv32_dot.h", "qc_rv32_dw.h"],
                    ["static const int8_t *hide(const int8_t *p) { const int8_t *volatile v = p; return v; }",
                     "static int8_t *hide_w(int8_t *p) { int8_t *volatile v = p; return v; }"])
     rng = np.random.default_rng(15)
     _rv32_dot_cases(prog, rng)
     _rv32_scale_cases(prog, rng)
+    _rv32_depthwise_cases(prog, rng)
     got = prog.run(target, tmp_path, ["qc_minilibc.h", "qc_minilibc.c", "qc_runtime.h", "rv32/qc_rv32.h",
-                                      "rv32/qc_rv32_dot.h"])
+                                      "rv32/qc_rv32_dot.h", "rv32/qc_rv32_dw.h"])
     _assert_equal(got, np.concatenate(prog.expected))
 
 

@@ -69,9 +69,10 @@ CASES = [("single_round", False, 0, 33), ("double_round", False, 2, 32), ("doubl
 
 
 def _stores_with(c_code: str, mode: int) -> bool:
-    """Whether the step's stores call qc_rv32_scale32 in `mode`."""
+    """Whether the step's stores call qc_rv32_scale32 in `mode` (the depthwise kernel: its store record's mode)."""
     step = c_code.split("static void t_step", 1)[1]
-    return re.search(rf"qc_rv32_scale32\(acc\b[^;]*, {mode}\)", step) is not None
+    return re.search(rf"qc_rv32_scale32\(acc\b[^;]*, {mode}\)|qc_rv32_dw_store qc_st = {{[^;]*\.mode = {mode},",
+                     step) is not None
 
 
 @pytest.mark.parametrize("op", ["CONV2D", "DEPTHWISE_CONV2D"])

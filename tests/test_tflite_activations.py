@@ -15,7 +15,7 @@ from qcodegen.compiler import plan
 from qcodegen.errors import GraphError, PlanError, UnsupportedError
 from qcodegen.frontends.tflite import load_tflite
 from qcodegen.lower.tflite.activations import LUT16, SIGMOID_TABLE_ENV, int16_sigmoid_prescale, sigmoid_table_u16
-from qcodegen.primitives.symmetric_lut import symmetric_lookup
+from qcodegen.primitives.symmetric_lut import LutParams, symmetric_lookup
 from qcodegen.semantics import tflm_fixedpoint as fp
 from qcodegen.testing import Const, Var, assert_bit_exact, prepare, step_schedule, tflm_vs_c
 from qcodegen.verify import tflm_oracle as tflm
@@ -88,9 +88,9 @@ def test_int16_prescale_by_hand():
 # --- SYMMETRIC_LUT primitive ----------------------------------------------------------------------------------
 def test_symmetric_lut_by_hand():
     # table [0, 10, 30], 2 fraction bits: w = 5 -> h 1, f 1: 10*4 + 1*20 = 60; w >= 8 saturates to 99
-    attrs = dict(frac_bits=2, saturation=99, bias=2, shift=2, neg_offset=100)
+    params = LutParams(frac_bits=2, saturation=99, bias=2, shift=2, neg_offset=100)
     table = np.array([0, 10, 30])
-    got = symmetric_lookup(attrs, table, np.array([5, -5, 0, 8, -9, 3]))
+    got = symmetric_lookup(params, table, np.array([5, -5, 0, 8, -9, 3]))
     assert got.tolist() == [(60 + 2) >> 2, 100 - ((60 + 2) >> 2), 0, (99 + 2) >> 2, 100 - 25, (30 + 2) >> 2]
 
 

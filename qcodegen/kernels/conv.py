@@ -5,43 +5,17 @@ Python over named fields."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from .. import primitives
 from ..ir.schedule import CONST, Buffer, StepIO
-from ..primitives.fused import part_ios, requantize_context
+from ..primitives.fused import Requantization, part_ios, requantization
+from ..primitives.geometry import WindowLoops
 
 # The largest gathered window (elements) of templates/generic/conv2d.c.j2: a larger window is summed tap by tap,
 # without the `channels` hook (the renderer gives the template this value).
 PATCH_LIMIT = 4096
-
-
-@dataclass(frozen=True)
-class Requantization:
-    """The RESCALE of a FUSED_CONV's accumulator (qcodegen/primitives/fused.py requantize_context): the C scale
-    function of its rounding (qc_scale32_single, qc_scale32_double(_gt31), qc_scale32_half_even, qc_scale16),
-    per-channel or not, the multipliers and shifts (one per channel, or one), the output zero point and clamp."""
-
-    fn: str
-    per_channel: bool
-    scale32: bool
-    multipliers: tuple[int, ...]
-    shifts: tuple[int, ...]
-    output_zp: int
-    lo: int
-    hi: int
-
-    @property
-    def min_shift(self) -> int:
-        return min(self.shifts)
-
-    @staticmethod
-    def of(context: dict[str, Any]) -> Requantization:
-        return Requantization(context["fn"], bool(context["per_channel"]), bool(context["scale32"]),
-                              tuple(context["multipliers"]), tuple(context["shifts"]), int(context["output_zp"]),
-                              int(context["lo"]), int(context["hi"]))
 
 
 @dataclass(frozen=True)
@@ -52,7 +26,7 @@ class ConvStep:
     [KH, KW, C, M] for depthwise), bias and output buffers (y: the step's output, requantized for a FUSED_CONV);
     izp, wzp: zero points; pad_value; m: the depthwise channel multiplier (1 for CONV2D); rows: output channels
     (weight rows); k: a row's length (KH * KW * C) for CONV2D, the window's taps for DEPTHWISE_CONV2D; window:
-    Window.context() (templates/generic/_window.c.j2); rq: the fused requantization or None; widened: range
+    Window.loops() (templates/generic/_window.c.j2); rq: the fused requantization or None; widened: range
     analysis could not prove the accumulator in its type (Step.widened): int64 arithmetic, saturated (the portable
     loops only)."""
 
@@ -67,19 +41,18 @@ class ConvStep:
     m: int
     rows: int
     k: int
-    window: dict[str, Any]
+    window: WindowLoops
     bias_per_channel: bool
     rq: Requantization | None
     widened: bool
 
     @property
     def pixels(self) -> int:
-        g = self.window
-        return g["n"] * g["oh"] * g["ow"]
+        return self.window.pixels
 
     @property
     def taps(self) -> int:
-        return self.window["kh"] * self.window["kw"]
+        return self.window.taps
 
     @property
     def int8(self) -> bool:
@@ -101,7 +74,7 @@ class ConvStep:
     def direct(self) -> bool:
         """CONV2D reads each pixel's window in place (1x1, no padding) instead of gathering it."""
         g = self.window
-        return g["kh"] == 1 and g["kw"] == 1 and g["all_interior"]
+        return g.kh == 1 and g.kw == 1 and g.all_interior
 
     @property
     def channels_hook(self) -> bool:
@@ -128,12 +101,12 @@ def conv_step(io: StepIO) -> ConvStep | None:
     conv, rq = io, None
     if io.step.op == "FUSED_CONV":
         conv, rescale = part_ios(io)
-        rq = Requantization.of(requantize_context(rescale))
+        rq = requantization(rescale)
     if conv.step.op not in ("CONV2D", "DEPTHWISE_CONV2D"):
         return None
     ctx = primitives.get(conv.step.op).template_context(conv)
     g = ctx["win"]
-    k = g["kh"] * g["kw"] * (g["c"] if conv.step.op == "CONV2D" else 1)
+    k = g.kh * g.kw * (g.c if conv.step.op == "CONV2D" else 1)
     return ConvStep(conv.step.op, io.ins[0], io.ins[1], io.ins[2], io.outs[0], int(ctx["izp"]), int(ctx["wzp"]),
                     int(ctx["pad_value"]), int(ctx.get("m", 1)), int(ctx["oc"]), k, g, bool(ctx["bias_per_channel"]),
                     rq, bool(ctx.get("widened")))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import primitives
 from ..ir.rescale import RescaleParams
 from ..ir.schedule import CONST, TEMP, Buffer, Schedule, Step
 from .passes import schedule_pass
@@ -20,7 +21,7 @@ def _new_const(schedule: Schedule, base: str, values: np.ndarray, like: Buffer) 
 
 def _fold_weight_zp(schedule: Schedule, step: Step) -> bool:
     """w' = w - weight_zp when every w' fits the weight type; then weight_zp = 0."""
-    wzp = int(step.attrs.get("weight_zp", 0))
+    wzp = primitives.get(step.op).params(schedule.io(step)).wzp
     w = schedule.buffers[step.inputs[1]]
     if wzp == 0 or w.kind != CONST:
         return False
@@ -42,11 +43,11 @@ def _input_bound(schedule: Schedule, name: str) -> int:
 def _fold_input_zp(schedule: Schedule, step: Step) -> bool | None:
     """bias' = bias - input_zp * sum_taps(w) per output channel, input_zp = 0, out-of-bounds taps read the old
     zero point (pad_value). Returns None when the folded accumulation could leave the accumulator type."""
-    izp = int(step.attrs.get("input_zp", 0))
+    p = primitives.get(step.op).params(schedule.io(step))
+    izp, pad_value = p.izp, p.pad_value
     w, bias = schedule.buffers[step.inputs[1]], schedule.buffers[step.inputs[2]]
-    if izp == 0 or step.attrs.get("weight_zp", 0) != 0 or w.kind != CONST or bias.kind != CONST:
+    if izp == 0 or p.wzp != 0 or w.kind != CONST or bias.kind != CONST:
         return False
-    pad_value = int(step.attrs.get("pad_value", izp))
     weights = w.data.astype(np.int64)
     axes = _CONVS[step.op]
     taps = weights.sum(axis=axes).reshape(-1)
@@ -114,7 +115,7 @@ def fuse_rescale_clamp(schedule: Schedule) -> None:
         r = RescaleParams.from_attrs(rescale.attrs)
         lo = dt.min if r.out_min is None else max(dt.min, r.out_min)
         hi = dt.max if r.out_max is None else min(dt.max, r.out_max)
-        a, b = int(clamp.attrs["min_val"]), int(clamp.attrs["max_val"])
+        a, b = (int(v) for v in primitives.get("CLAMP").bounds(schedule.io(clamp)))
         rescale.attrs.update(out_min=min(max(lo, a), b), out_max=min(max(hi, a), b))
         rescale.outputs = list(clamp.outputs)
         if clamp.source and clamp.source != rescale.source:

@@ -92,21 +92,17 @@ def _layer(schedule: Schedule, k: int) -> Layer | None:
             or any(b.kind != CONST for b in consts) or y.kind not in (TEMP, OUTPUT)):
         return None
     if step.op in ROW_WISE_OPS:
-        axis = step.attrs.get("axis", -1) % 4
-        if x.shape != y.shape or (step.attrs.get("per_channel") and axis != 3):
+        r = RescaleParams.from_attrs(step.attrs) if step.op == "RESCALE" else None
+        if x.shape != y.shape or (r is not None and r.per_channel and r.axis % 4 != 3):
             return None
         return Layer(k, x.shape[1], y.shape[1], row_wise=True)
     if step.op not in WINDOW_OPS:
         return None
-    if step.op in ("CONV2D", "DEPTHWISE_CONV2D"):
-        kh = schedule.buffers[step.inputs[1]].shape[1 if step.op == "CONV2D" else 0]
-        dilation = int(step.attrs["dilation"][0])
-    else:
-        kh, dilation = int(step.attrs["kernel"][0]), 1
-    pool = (step.op == "AVG_POOL2D" and y.shape[1:3] == (1, 1) and tuple(step.attrs["kernel"]) == x.shape[1:3]
-            and not any(step.attrs["pad"]) and x.dtype.name == "i8")
-    return Layer(k, x.shape[1], y.shape[1], (kh - 1) * dilation + 1, int(step.attrs["stride"][0]),
-                 int(step.attrs["pad"][0]), pool)
+    win = primitives.get(step.op).window(schedule.io(step))
+    pool = (step.op == "AVG_POOL2D" and y.shape[1:3] == (1, 1) and win.kernel == x.shape[1:3] and not any(win.pad)
+            and x.dtype.name == "i8")
+    return Layer(k, x.shape[1], y.shape[1], (win.kernel[0] - 1) * win.dilation[0] + 1, win.stride[0], win.pad[0],
+                 pool)
 
 
 def chains(schedule: Schedule) -> list[list[Layer]]:
@@ -229,8 +225,9 @@ class _Builder:
         y, source = pool.outputs[0], f"{pool.source} [sum rows {rows.lo}:{rows.hi}]"
         _, r, w, c = self.schedule.buffers[rows.name].shape
         part = self.buffer(y, 0, f"p{rows.lo}", (1, 1, 1, c))
-        attrs = {"pad": [0, 0, 0, 0], "stride": [1, 1], "dilation": [1, 1], "input_zp": int(pool.attrs.get(
-            "input_zp", 0)), "weight_zp": 0, "acc_type": "i32"}
+        izp, _ = primitives.get("AVG_POOL2D").zero_points(self.schedule.io(pool))
+        attrs = {"pad": [0, 0, 0, 0], "stride": [1, 1], "dilation": [1, 1], "input_zp": izp, "weight_zp": 0,
+                 "acc_type": "i32"}
         ones = self.const("pool_ones", np.ones((r, w, c, 1), np.int8), "i8")
         self.steps.append(Step("DEPTHWISE_CONV2D", [rows.name, ones, self.const("pool_zero", np.zeros(c, np.int32),
                                                                                "i32")], [part], attrs, source))
@@ -255,8 +252,9 @@ class _Builder:
         """The pool's output from the sum of all its taps: AVG_POOL2D's own scaling (one RESCALE)."""
         x = self.schedule.buffers[pool.inputs[0]]
         multiplier, shift = reciprocal_scale(x.shape[1] * x.shape[2])
-        self.steps.append(Step("RESCALE", [total], [pool.outputs[0]],
-                               _rescale(multiplier, shift, 0, pool.attrs.get("output_zp", 0)), pool.source))
+        _, ozp = primitives.get("AVG_POOL2D").zero_points(self.schedule.io(pool))
+        self.steps.append(Step("RESCALE", [total], [pool.outputs[0]], _rescale(multiplier, shift, 0, ozp),
+                               pool.source))
 
 
 def stream(schedule: Schedule, stage: list[Layer], rows: int) -> Patching:

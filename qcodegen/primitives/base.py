@@ -93,6 +93,12 @@ def full_shape_inputs(io: StepIO) -> tuple[int, ...]:
     return tuple(i for i, b in enumerate(io.ins) if b.shape == io.outs[0].shape)
 
 
+def axis_attr(io: StepIO) -> int:
+    """The step's `axis` attribute (ARGMAX, the reductions, CONCAT, REVERSE, LOOKUP per channel), as an int."""
+    require("axis" in io.attrs, f"{io.step.op}: missing attribute 'axis'")
+    return int(io.attrs["axis"])
+
+
 def require(condition: bool, message: str) -> None:
     """An ERROR_IF: raise GraphError with `message` unless `condition` holds."""
     if not condition:

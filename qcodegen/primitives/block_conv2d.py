@@ -24,7 +24,7 @@ from ..errors import PlanError
 from ..ir.dtypes import dtype
 from ..ir.schedule import Buffer, Step, StepIO
 from .base import Primitive, Ranges, get, register, require
-from .fused import requantize_context
+from .fused import requantization
 from .geometry import Window, accumulator_bounds, operand_interval
 
 PATCH_LIMIT = 2048  # int16 elements of the per-pixel window buffer (4 KiB of stack); larger windows: read in place
@@ -138,6 +138,6 @@ class BlockConv2D(Primitive):
         win = self.window(io)
         blocks, c = self.blocks(io), io.ins[0].shape[3]
         izp, wzp = self.zero_points(io)
-        return dict(win=win.context(), oc=io.ins[1].shape[0], k=win.taps * c, taps=win.taps, blocks=blocks,
+        return dict(win=win.loops(), oc=io.ins[1].shape[0], k=win.taps * c, taps=win.taps, blocks=blocks,
                     bs=c // blocks, patch_limit=PATCH_LIMIT, izp=izp, wzp=wzp,
-                    rq=requantize_context(self.rescale_io(io)))
+                    rq=requantization(self.rescale_io(io)))

@@ -6,6 +6,8 @@ pad_value == input_zp (padding contributes 0); another value lets the planner fo
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -42,6 +44,21 @@ def check_operand_types(io: StepIO, op: str, acc_type: str) -> tuple:
     require(b.dtype.name == acc, f"{op}: bias type must be {acc}, got {b.dtype}")
     return x, w, b
 
+@dataclass(frozen=True)
+class ConvParams:
+    """The scalar parameters of a convolution step (CONV2D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D, CONV3D): input and
+    weight zero points, the value padding taps read (TOSA: the input zero point) and the accumulator type."""
+
+    izp: int
+    wzp: int
+    pad_value: int
+    acc_type: str
+
+    def context(self) -> dict[str, Any]:
+        """The template context keys (ctx.izp, ctx.wzp, ctx.pad_value, ctx.acc_type)."""
+        return dataclasses.asdict(self)
+
+
 class ConvBase(Primitive):
     """What CONV2D and DEPTHWISE_CONV2D share: attributes, type rules, ranges, template context.
     Inputs: x [N, IH, IW, IC], weights, bias [OC] or [1]. attrs: pad, stride, dilation, input_zp,
@@ -64,12 +81,12 @@ class ConvBase(Primitive):
         return Window.from_attrs(self.name, io.ins[0], self.kernel_hw(io.ins[1].shape), io.attrs)
 
     @staticmethod
-    def params(io: StepIO) -> dict[str, Any]:
+    def params(io: StepIO) -> ConvParams:
         a = io.attrs
         izp = int(a.get("input_zp", 0))
         natural = _TYPES.get((io.ins[0].dtype.name, io.ins[1].dtype.name), "i32")
-        return dict(izp=izp, wzp=int(a.get("weight_zp", 0)), pad_value=int(a.get("pad_value", izp)),
-                    acc_type=str(a.get("acc_type", natural)).lower())
+        return ConvParams(izp, int(a.get("weight_zp", 0)), int(a.get("pad_value", izp)),
+                          str(a.get("acc_type", natural)).lower())
 
     def infer_shapes(self, io: StepIO) -> list[tuple[int, ...]]:
         oh, ow = self.window(io).out_hw
@@ -78,39 +95,39 @@ class ConvBase(Primitive):
     def check(self, io: StepIO) -> None:
         op = self.name
         p = self.params(io)
-        x, w, b = check_operand_types(io, op, p["acc_type"])
+        x, w, b = check_operand_types(io, op, p.acc_type)
         require(x.shape[3] == self.expected_in_channels(w.shape),
                 f"{op}: input has {x.shape[3]} channels, the weights {list(w.shape)} expect "
                 f"{self.expected_in_channels(w.shape)}")
         oc = self.out_channels(io)
         require(len(b.shape) == 1 and b.shape[0] in (1, oc), f"{op}: bias shape {list(b.shape)} must be "
                                                             f"[{oc}] or [1]")
-        for which, zp, dt in (("input", p["izp"], x.dtype), ("weight", p["wzp"], w.dtype)):
+        for which, zp, dt in (("input", p.izp, x.dtype), ("weight", p.wzp, w.dtype)):
             if dt.name == "i8":
                 require(dt.min <= zp <= dt.max, f"{op}: {which} zero point {zp} is outside i8")
             else:
                 require(zp == 0, f"{op}: {which} zero point must be 0 for {dt} {which}s, got {zp}")
-        require(x.dtype.min <= p["pad_value"] <= x.dtype.max,
-                f"{op}: pad_value {p['pad_value']} is outside {x.dtype}")
+        require(x.dtype.min <= p.pad_value <= x.dtype.max,
+                f"{op}: pad_value {p.pad_value} is outside {x.dtype}")
         super().check(io)
 
     def gathered(self, io: StepIO, x: np.ndarray) -> np.ndarray:
         """[N, OH, OW, KH, KW, C] taps with the input zero point removed (padding reads pad_value)."""
         p = self.params(io)
-        return self.window(io).patches(x, p["pad_value"]) - p["izp"]
+        return self.window(io).patches(x, p.pad_value) - p.izp
 
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
         p = self.params(io)
         x, w, b = io.ins
         lo, hi = in_ranges[0]
         if self.window(io).reads_padding:
-            lo, hi = min(lo, p["pad_value"]), max(hi, p["pad_value"])
+            lo, hi = min(lo, p.pad_value), max(hi, p.pad_value)
         w_lo, w_hi = operand_interval(w, in_ranges[1])
         b_lo, b_hi = operand_interval(b, in_ranges[2])
         where = f"{self.name}" + (f" ({io.step.source})" if io.step.source else "")
-        bits = acc_bits(p["acc_type"])
-        acc, overflow = accumulator_check(where, (self.weight_taps(w_lo) - p["wzp"], self.weight_taps(w_hi) - p["wzp"]),
-                                          (lo - p["izp"], hi - p["izp"]), (b_lo, b_hi), bits)
+        bits = acc_bits(p.acc_type)
+        acc, overflow = accumulator_check(where, (self.weight_taps(w_lo) - p.wzp, self.weight_taps(w_hi) - p.wzp),
+                                          (lo - p.izp, hi - p.izp), (b_lo, b_hi), bits)
         return accumulator_ranges(acc, overflow, bits)
 
     def macs(self, io: StepIO) -> int:
@@ -125,9 +142,9 @@ class ConvBase(Primitive):
     def template_context(self, io: StepIO) -> dict[str, Any]:
         p = self.params(io)
         win = self.window(io)
-        padd = p["pad_value"] - p["izp"]
-        return dict(p, win=win.context(), oc=self.out_channels(io), pad_term=padd if win.reads_padding else 0,
-                    **accumulator_context(io, p["acc_type"]), bias_per_channel=io.ins[2].shape[0] > 1)
+        padd = p.pad_value - p.izp
+        return dict(p.context(), win=win.loops(), oc=self.out_channels(io), pad_term=padd if win.reads_padding else 0,
+                    **accumulator_context(io, p.acc_type), bias_per_channel=io.ins[2].shape[0] > 1)
 
 
 @register
@@ -154,6 +171,6 @@ class Conv2D(ConvBase):
 
     def reference(self, io: StepIO, args: list[np.ndarray]) -> list[np.ndarray]:
         taps = self.gathered(io, args[0])
-        w = args[1].astype(np.int64) - self.params(io)["wzp"]
+        w = args[1].astype(np.int64) - self.params(io).wzp
         acc = np.tensordot(taps, w, axes=([3, 4, 5], [1, 2, 3]))
-        return [required_accumulator(self.name, acc, args[2].astype(np.int64), acc_bits(self.params(io)["acc_type"]))]
+        return [required_accumulator(self.name, acc, args[2].astype(np.int64), acc_bits(self.params(io).acc_type))]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.schedule import TEMP, Buffer, StepIO
-from .base import Primitive, Ranges, register, require
+from .base import Primitive, Ranges, axis_attr, register, require
 from .elementwise import LoopNest, c_literal, contiguous_strides, loop_nest
 
 _TYPES = ("bool", "i4", "i8", "u8", "i16", "u16", "i32", "i48", "i64", "f32")
@@ -87,14 +87,14 @@ class Concat(_Movement):
 
     def infer_shapes(self, io: StepIO) -> list[tuple[int, ...]]:
         shape = list(io.ins[0].shape)
-        axis = int(io.attrs["axis"])
+        axis = axis_attr(io)
         if 0 <= axis < len(shape):
             shape[axis] = sum(b.shape[axis] for b in io.ins)
         return [tuple(shape)]
 
     def check(self, io: StepIO) -> None:
         first = io.ins[0].shape
-        axis = int(io.attrs["axis"])
+        axis = axis_attr(io)
         require(0 <= axis < len(first), f"CONCAT: axis {axis} out of range for rank {len(first)}")
         for b in io.ins[1:]:
             require(len(b.shape) == len(first) and all(
@@ -103,10 +103,10 @@ class Concat(_Movement):
         super().check(io)
 
     def move(self, io: StepIO, args: list[np.ndarray]) -> np.ndarray:
-        return np.concatenate(args, axis=int(io.attrs["axis"]))
+        return np.concatenate(args, axis=axis_attr(io))
 
     def copies(self, io: StepIO) -> list[Copy]:
-        axis = int(io.attrs["axis"])
+        axis = axis_attr(io)
         out = io.outs[0]
         out_strides = contiguous_strides(out.shape)
         result, offset = [], 0
@@ -121,7 +121,7 @@ class Concat(_Movement):
     def views(self, io: StepIO) -> list[tuple[int, int, int]]:
         """Along the outermost non-unit axis each input is one contiguous run of the output."""
         out = io.outs[0]
-        if int(np.prod(out.shape[:int(io.attrs["axis"])], dtype=np.int64)) != 1:
+        if int(np.prod(out.shape[:axis_attr(io)], dtype=np.int64)) != 1:
             return []
         result, at = [], 0
         for k, b in enumerate(io.ins):

@@ -36,10 +36,10 @@ class DepthwiseConv2D(ConvBase):
 
     def reference(self, io: StepIO, args: list[np.ndarray]) -> list[np.ndarray]:
         taps = self.gathered(io, args[0])
-        w = args[1].astype(np.int64) - self.params(io)["wzp"]
+        w = args[1].astype(np.int64) - self.params(io).wzp
         acc = np.einsum("nhwklc,klcm->nhwcm", taps, w)
         return [required_accumulator(self.name, acc.reshape(acc.shape[:3] + (-1,)), args[2].astype(np.int64),
-                                     acc_bits(self.params(io)["acc_type"]))]
+                                     acc_bits(self.params(io).acc_type))]
 
     def template_context(self, io: StepIO) -> dict:
         return dict(super().template_context(io), m=io.ins[1].shape[3])

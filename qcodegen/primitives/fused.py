@@ -16,6 +16,7 @@ integer ops without broadcasting), one loop computing every part per element in 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -84,16 +85,44 @@ class Fused(Primitive):
                 for key, v in get(p.step.op).constants(p).items()}
 
 
-def requantize_context(rescale: StepIO) -> dict[str, Any]:
-    """How a template applies a RESCALE to one value: the scale function, per-channel or literal multiplier
-    and shift (and the smallest shift, for target kernels exact only above some shift; and all of them, for
-    kernels that lay them out their own way), zero points and output bounds."""
+@dataclass(frozen=True)
+class Requantization:
+    """How C applies a RESCALE to one value (a FUSED_CONV's accumulator, a FUSED_ELEMENTWISE part): the C scale
+    function of its rounding (qc_scale32_single, qc_scale32_double(_gt31), qc_scale32_half_even, qc_scale16),
+    per channel or not, the multipliers and shifts (one per channel, or one), zero points and output bounds.
+    Templates read it by attribute; target kernel choices read it to pick exact cheaper forms."""
+
+    fn: str
+    per_channel: bool
+    scale32: bool
+    multipliers: tuple[int, ...]
+    shifts: tuple[int, ...]
+    input_zp: int
+    output_zp: int
+    lo: int
+    hi: int
+
+    @property
+    def multiplier(self) -> int:
+        """The multiplier of a per-tensor scale (the first channel's otherwise)."""
+        return self.multipliers[0]
+
+    @property
+    def shift(self) -> int:
+        return self.shifts[0]
+
+    @property
+    def min_shift(self) -> int:
+        """The smallest shift (for target kernels exact only above some shift)."""
+        return min(self.shifts)
+
+
+def requantization(rescale: StepIO) -> Requantization:
+    """The Requantization of a RESCALE step."""
     ctx = get("RESCALE").template_context(rescale)
     r = RescaleParams.from_attrs(rescale.attrs)
-    return dict(fn=ctx["scale_fn"], per_channel=ctx["per_channel"], multiplier=ctx["multiplier"],
-                shift=ctx["shift"], min_shift=min(r.shift), input_zp=r.input_zp, output_zp=r.output_zp,
-                lo=ctx["lo"], hi=ctx["hi"], scale32=ctx["scale32"], multipliers=list(r.multiplier),
-                shifts=list(r.shift))
+    return Requantization(ctx["scale_fn"], bool(ctx["per_channel"]), bool(ctx["scale32"]), r.multiplier, r.shift,
+                          r.input_zp, r.output_zp, int(ctx["lo"]), int(ctx["hi"]))
 
 
 def fusable_rescale(rescale: StepIO, channel_axis_last: bool) -> bool:
@@ -130,7 +159,7 @@ class FusedConv(Fused):
     def template_context(self, io: StepIO) -> dict[str, Any]:
         conv, rescale = part_ios(io)
         prim = get(conv.step.op)
-        return dict(prim.template_context(conv), inner=prim.template, rq=requantize_context(rescale))
+        return dict(prim.template_context(conv), inner=prim.template, rq=requantization(rescale))
 
 
 def scalar_expr(part: StepIO) -> str | None:
@@ -140,11 +169,11 @@ def scalar_expr(part: StepIO) -> str | None:
     if any(b.shape != part.outs[0].shape for b in part.ins):
         return None
     if part.step.op == "RESCALE" and fusable_rescale(part, False):
-        rq = requantize_context(part)
-        value = f"(a - ({rq['input_zp']}))"
-        scaled = (f"{rq['fn']}((int32_t){value}, {rq['multiplier']}, {rq['shift']})" if rq["scale32"] else
-                  f"{rq['fn']}({value}, (int16_t)({rq['multiplier']}), {rq['shift']})")
-        return f"qc_clamp64((int64_t){scaled} + ({rq['output_zp']}), {rq['lo']}LL, {rq['hi']}LL)"
+        rq = requantization(part)
+        value = f"(a - ({rq.input_zp}))"
+        scaled = (f"{rq.fn}((int32_t){value}, {rq.multiplier}, {rq.shift})" if rq.scale32 else
+                  f"{rq.fn}({value}, (int16_t)({rq.multiplier}), {rq.shift})")
+        return f"qc_clamp64((int64_t){scaled} + ({rq.output_zp}), {rq.lo}LL, {rq.hi}LL)"
     if part.step.op == "CLAMP" and not part.ins[0].dtype.is_float:
         lo, hi = (int(v) for v in get("CLAMP").bounds(part))
         return f"qc_clamp64(a, {lo}LL, {hi}LL)"
@@ -176,10 +205,10 @@ class FusedElementwise(Fused):
 
 def part_context(part: StepIO) -> dict[str, Any]:
     """What a vectorizing `elementwise` hook (templates/generic/_dot.c.j2) needs of a part besides its scalar
-    expression: op, out_ctype, and rq (RESCALE: requantize_context) or lo/hi (CLAMP)."""
+    expression: op, out_ctype, and rq (RESCALE: a Requantization) or lo/hi (CLAMP)."""
     ctx: dict[str, Any] = dict(op=part.step.op, out_ctype=part.outs[0].dtype.ctype)
     if part.step.op == "RESCALE":
-        ctx["rq"] = requantize_context(part)
+        ctx["rq"] = requantization(part)
     elif part.step.op == "CLAMP":
         ctx["lo"], ctx["hi"] = (int(v) for v in get("CLAMP").bounds(part))
     return ctx

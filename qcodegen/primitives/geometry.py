@@ -110,21 +110,58 @@ class Window:
     def reads_padding(self) -> bool:
         return not bool(self.mask().all())
 
-    def context(self) -> dict[str, Any]:
-        """Loop bounds for the templates (see templates/generic/_window.c.j2)."""
+    def loops(self) -> WindowLoops:
+        """The loop bounds the templates and the kernel choices read (see templates/generic/_window.c.j2)."""
         n, ih, iw, c = self.in_shape
         (oh, ow), (kh, kw) = self.out_hw, self.kernel
         vy, vx = self._axis_valid(0), self._axis_valid(1)
         rows, cols = self.interior(0), self.interior(1)
-        has_interior = rows[0] < rows[1] and cols[0] < cols[1]
-        return dict(
+        return WindowLoops(
             n=n, ih=ih, iw=iw, c=c, oh=oh, ow=ow, kh=kh, kw=kw, sy=self.stride[0], sx=self.stride[1],
             dy=self.dilation[0], dx=self.dilation[1], pt=self.pad[0], pl=self.pad[2], rows=rows, cols=cols,
-            # which sides can cut a window short (the tap range is clipped only there)
             clip_top=bool((~vy[:, 0]).any()), clip_bottom=bool((~vy[:, -1]).any()),
             clip_left=bool((~vx[:, 0]).any()), clip_right=bool((~vx[:, -1]).any()),
-            all_interior=not self.reads_padding, has_interior=has_interior,
-        )
+            all_interior=not self.reads_padding, has_interior=rows[0] < rows[1] and cols[0] < cols[1])
+
+
+@dataclass(frozen=True)
+class WindowLoops:
+    """A 2-D window's loop bounds over an NHWC input [n, ih, iw, c] and output [n, oh, ow, .]: kernel kh x kw,
+    stride sy, sx, dilation dy, dx, top and left padding pt, pl; rows, cols: [lo, hi) output positions whose taps
+    all read inside the input (Window.interior); clip_*: whether that side can cut a window short (the tap range
+    is clipped only there); all_interior: no tap reads padding; has_interior: some output has no padded tap."""
+
+    n: int
+    ih: int
+    iw: int
+    c: int
+    oh: int
+    ow: int
+    kh: int
+    kw: int
+    sy: int
+    sx: int
+    dy: int
+    dx: int
+    pt: int
+    pl: int
+    rows: tuple[int, int]
+    cols: tuple[int, int]
+    clip_top: bool
+    clip_bottom: bool
+    clip_left: bool
+    clip_right: bool
+    all_interior: bool
+    has_interior: bool
+
+    @property
+    def pixels(self) -> int:
+        """Output pixels (n * oh * ow)."""
+        return self.n * self.oh * self.ow
+
+    @property
+    def taps(self) -> int:
+        return self.kh * self.kw
 
 
 def operand_interval(buf: Buffer, value_range: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:

@@ -171,6 +171,6 @@ class HybridConv2D(Primitive):
         win = self.window(io)
         blocks = self.scales(io).shape[0]
         c = io.ins[0].shape[3]
-        return dict(win=win.context(), oc=io.ins[1].shape[0], k=win.taps * c, taps=win.taps, blocks=blocks,
+        return dict(win=win.loops(), oc=io.ins[1].shape[0], k=win.taps * c, taps=win.taps, blocks=blocks,
                     bs=c // blocks, direct=self._direct(io), dynamic=self.mode(io) == "dynamic-range",
                     has_zp=bool(np.any(self.zero_points(io))))

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import GraphError
 from ..ir.schedule import CONST, StepIO
-from .base import Primitive, Ranges, broadcast_shape, register, require
+from .base import Primitive, Ranges, axis_attr, broadcast_shape, register, require
 from .elementwise import broadcast_nest
 from .reduce import axis_split
 
@@ -72,7 +72,7 @@ class Lookup(Primitive):
         require(table.dtype == y.dtype, f"LOOKUP: table type {table.dtype} differs from the output type {y.dtype}")
         if "axis" in io.attrs:
             rank = len(data[0].shape)
-            require(len(data) == 1 and rank > 0 and -rank <= int(io.attrs["axis"]) < rank,
+            require(len(data) == 1 and rank > 0 and -rank <= axis_attr(io) < rank,
                     f"LOOKUP: axis {io.attrs['axis']} needs one input of rank > {io.attrs['axis']}")
         super().check(io)
         require(self.table_shape(io)[-1] <= MAX_ENTRIES, f"LOOKUP: {self.table_shape(io)[-1]} entries exceed "

@@ -44,7 +44,7 @@ class PoolBase(Primitive):
         super().check(io)
 
     def template_context(self, io: StepIO) -> dict[str, Any]:
-        return dict(win=self.window(io).context())
+        return dict(win=self.window(io).loops())
 
 
 @register

@@ -41,6 +41,10 @@ class _QuantParams(Primitive):
     def blocked(io: StepIO) -> bool:
         return "block_sizes" in io.attrs
 
+    @staticmethod
+    def block_sizes(io: StepIO) -> tuple[int, ...]:
+        return tuple(int(b) for b in io.attrs["block_sizes"])
+
     def per_axis(self, io: StepIO) -> bool:
         return not self.blocked(io) and np.ndim(io.attrs["scale"]) == 1
 
@@ -57,14 +61,14 @@ class _QuantParams(Primitive):
 
     def grid(self, io: StepIO) -> tuple[int, ...]:
         """The block grid (shape // block_sizes) of a sub-channel quantization."""
-        return tuple(e // b for e, b in zip(io.ins[0].shape, io.attrs["block_sizes"], strict=True))
+        return tuple(e // b for e, b in zip(io.ins[0].shape, self.block_sizes(io), strict=True))
 
     def view(self, io: StepIO, values: np.ndarray) -> np.ndarray:
         """Per-channel or per-block values shaped to broadcast against the data."""
         if self.blocked(io):
             values = values.reshape(self.grid(io))
-            for dim, block in enumerate(io.attrs["block_sizes"]):
-                values = np.repeat(values, int(block), axis=dim)
+            for dim, block in enumerate(self.block_sizes(io)):
+                values = np.repeat(values, block, axis=dim)
             return values
         if not self.per_axis(io):
             return values.reshape(())
@@ -74,7 +78,7 @@ class _QuantParams(Primitive):
 
     def check_blocks(self, io: StepIO) -> None:
         a, shape = io.attrs, io.ins[0].shape
-        blocks = [int(b) for b in a["block_sizes"]]
+        blocks = list(self.block_sizes(io))
         require(len(blocks) == len(shape), f"{self.name}: {len(blocks)} block sizes for rank {len(shape)}")
         require(all(b > 0 and e % b == 0 for e, b in zip(shape, blocks, strict=True)),
                 f"{self.name}: block sizes {blocks} do not divide the shape {list(shape)}")
@@ -109,13 +113,13 @@ class _QuantParams(Primitive):
         """C expression of the block number of flat element i (row-major over the block grid)."""
         shape, grid = io.ins[0].shape, self.grid(io)
         terms = []
-        for dim, (extent, block, count) in enumerate(zip(shape, io.attrs["block_sizes"], grid, strict=True)):
+        for dim, (extent, block, count) in enumerate(zip(shape, self.block_sizes(io), grid, strict=True)):
             if count == 1:
                 continue
             stride = int(np.prod(shape[dim + 1:], dtype=np.int64))
             grid_stride = int(np.prod(grid[dim + 1:], dtype=np.int64))
             term = f"(i / {stride}) % {extent}" if dim else f"i / {stride}"
-            terms.append(f"(({term}) / {int(block)}) * {grid_stride}")
+            terms.append(f"(({term}) / {block}) * {grid_stride}")
         return " + ".join(terms) or "0"
 
     def template_context(self, io: StepIO) -> dict:

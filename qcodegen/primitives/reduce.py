@@ -11,7 +11,7 @@ import numpy as np
 
 from ..fixedpoint import Unpredictable
 from ..ir.schedule import StepIO
-from .base import Primitive, Ranges, register, require
+from .base import Primitive, Ranges, axis_attr, register, require
 from .elementwise import I32_MAX, I32_MIN
 from .geometry import accumulator_context, accumulator_ranges
 
@@ -35,13 +35,13 @@ class _Reduce(Primitive):
 
     def infer_shapes(self, io: StepIO) -> list[tuple[int, ...]]:
         shape = list(io.ins[0].shape)
-        axis = int(io.attrs["axis"])
+        axis = axis_attr(io)
         if 0 <= axis < len(shape):
             shape[axis] = 1
         return [tuple(shape)]
 
     def check(self, io: StepIO) -> None:
-        check_axis(self.name, io.ins[0].shape, int(io.attrs["axis"]))
+        check_axis(self.name, io.ins[0].shape, axis_attr(io))
         super().check(io)
         x, y = io.ins[0].dtype, io.outs[0].dtype
         require(x.name in self.types, f"{self.name}: type {x} is not one of {list(self.types)}")
@@ -51,10 +51,10 @@ class _Reduce(Primitive):
         raise NotImplementedError
 
     def reference(self, io: StepIO, args: list[np.ndarray]) -> list[np.ndarray]:
-        return [self.reduce(args[0].astype(np.int64), int(io.attrs["axis"]))]
+        return [self.reduce(args[0].astype(np.int64), axis_attr(io))]
 
     def template_context(self, io: StepIO) -> dict:
-        return dict(axis_split(io.ins[0].shape, int(io.attrs["axis"])), init=self.init, combine=self.combine,
+        return dict(axis_split(io.ins[0].shape, axis_attr(io)), init=self.init, combine=self.combine,
                     acc_ctype=io.outs[0].dtype.ctype, saturate=None)
 
 
@@ -75,7 +75,7 @@ class ReduceSum(_Reduce):
 
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
         lo, hi = in_ranges[0]
-        n = io.ins[0].shape[int(io.attrs["axis"])]
+        n = io.ins[0].shape[axis_attr(io)]
         acc = (min(0, lo * n), max(0, hi * n))  # partial sums of k <= n terms, and the initial 0
         overflow = None
         if acc[0] < I32_MIN or acc[1] > I32_MAX:

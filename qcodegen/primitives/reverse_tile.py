@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.schedule import StepIO
-from .base import register, require
+from .base import axis_attr, register, require
 from .data_movement import Copy, _copy, _Movement
 from .elementwise import contiguous_strides
 from .reduce import check_axis
@@ -33,14 +33,14 @@ class Reverse(_StridedCopy):
 
     def check(self, io: StepIO) -> None:
         require(len(io.ins) == 1, "REVERSE: needs one input")
-        check_axis(self.name, io.ins[0].shape, int(io.attrs["axis"]))
+        check_axis(self.name, io.ins[0].shape, axis_attr(io))
         super().check(io)
 
     def move(self, io: StepIO, args: list[np.ndarray]) -> np.ndarray:
-        return np.flip(args[0], axis=int(io.attrs["axis"]))
+        return np.flip(args[0], axis=axis_attr(io))
 
     def copies(self, io: StepIO) -> list[Copy]:
-        shape, axis = io.ins[0].shape, int(io.attrs["axis"])
+        shape, axis = io.ins[0].shape, axis_attr(io)
         strides = contiguous_strides(shape)
         src = [-s if k == axis else s for k, s in enumerate(strides)]
         return [_copy(0, shape, src, strides, src_base=(shape[axis] - 1) * strides[axis])]

@@ -75,6 +75,11 @@ class Softmax(Primitive):
     def wide(io: StepIO) -> bool:
         return io.ins[0].dtype.name == "i16"
 
+    @staticmethod
+    def input_scale(io: StepIO) -> tuple[int, int]:
+        """The (multiplier, shift) of the int16 form's input differences ((0, 0) for int8, which has none)."""
+        return int(io.attrs.get("multiplier", 0)), int(io.attrs.get("shift", 0))
+
     def check(self, io: StepIO) -> None:
         require(len(io.outs) == 1 and len(io.ins) == (3 if self.wide(io) else 2),
                 "SOFTMAX: needs inputs [x, exp_table] (int8) or [x, exp_lut, recip_lut] (int16) and 1 output")
@@ -89,7 +94,8 @@ class Softmax(Primitive):
             lut = io.ins[1].data.astype(np.int64)
             require(bool(np.all(lut >= 0)) and int(fp.lut_lookup16(fp.I16_MAX, lut)) > 0,
                     "SOFTMAX: exp_lut must be non-negative and positive at 0 (the row maximum)")
-            m, s = int(io.attrs["multiplier"]), int(io.attrs["shift"])
+            require("multiplier" in io.attrs and "shift" in io.attrs, "SOFTMAX: int16 needs multiplier and shift")
+            m, s = self.input_scale(io)
             require(0 <= m <= fp.I32_MAX and -31 <= s <= 30, f"SOFTMAX: multiplier {m} / shift {s} out of range")
             return
         require(y.dtype.name in ("i8", "i16"), f"SOFTMAX: output type {y.dtype} is not i8 or i16")
@@ -101,7 +107,7 @@ class Softmax(Primitive):
     def reference(self, io: StepIO, args: list[np.ndarray]) -> list[np.ndarray]:
         x = args[0].astype(np.int64)
         if self.wide(io):
-            return [softmax16_rows(x, args[1], args[2], int(io.attrs["multiplier"]), int(io.attrs["shift"]))]
+            return [softmax16_rows(x, args[1], args[2], *self.input_scale(io))]
         return [softmax_rows(x, args[1], io.outs[0].dtype.bits)]
 
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
@@ -125,7 +131,7 @@ class Softmax(Primitive):
     def template_context(self, io: StepIO) -> dict:
         depth = io.ins[0].shape[-1]
         y = io.outs[0].dtype
-        shift = int(io.attrs.get("shift", 0))
+        multiplier, shift = self.input_scale(io)
         return dict(rows=io.ins[0].size // depth, depth=depth, acc_bits=ACC_INTEGER_BITS, wide=self.wide(io),
-                    exponent_offset=31 - y.bits, lo=y.min, hi=y.max, multiplier=int(io.attrs.get("multiplier", 0)),
-                    left=max(shift, 0), right=max(-shift, 0))
+                    exponent_offset=31 - y.bits, lo=y.min, hi=y.max, multiplier=multiplier, left=max(shift, 0),
+                    right=max(-shift, 0))

@@ -17,6 +17,8 @@ out_offset (added to the stored result: -128 when uint8 results are stored as in
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..ir.schedule import StepIO
@@ -26,6 +28,25 @@ from .rescale_f32 import mantissa_exponent
 _TYPES = ("i8", "u8")
 
 
+@dataclass(frozen=True, eq=False)
+class SoftmaxF32Params:
+    """The attributes of a SOFTMAX_F32 step (see the module docstring), typed: table (256 float32), y_scale."""
+
+    table: np.ndarray
+    y_scale: np.float32
+    output_zp: int
+    qmax: int
+    out_offset: int
+
+    @classmethod
+    def of(cls, io: StepIO) -> SoftmaxF32Params:
+        a = io.attrs
+        missing = [k for k in ("table", "y_scale", "output_zp", "qmax") if k not in a]
+        require(not missing, f"SOFTMAX_F32: missing attributes {missing}")
+        return cls(np.asarray(a["table"], np.float64).astype(np.float32), np.float32(a["y_scale"]),
+                   int(a["output_zp"]), int(a["qmax"]), int(a.get("out_offset", 0)))
+
+
 @register
 class SoftmaxF32(Primitive):
     name = "SOFTMAX_F32"
@@ -33,43 +54,39 @@ class SoftmaxF32(Primitive):
     def infer_shapes(self, io: StepIO) -> list[tuple[int, ...]]:
         return [io.ins[0].shape]
 
-    @staticmethod
-    def table(io: StepIO) -> np.ndarray:
-        return np.asarray(io.attrs["table"], np.float64).astype(np.float32)
-
     def check(self, io: StepIO) -> None:
         require(len(io.ins) == 1 and len(io.outs) == 1, "SOFTMAX_F32: needs one input and one output")
         x, y = io.ins[0], io.outs[0]
         require(x.dtype.name in _TYPES and y.dtype.name in _TYPES, f"SOFTMAX_F32: types {x.dtype} -> {y.dtype}")
         require(len(x.shape) >= 1, "SOFTMAX_F32: rank 0 input")
-        table = self.table(io)
+        p = SoftmaxF32Params.of(io)
+        table = p.table
         require(table.shape == (256,) and bool(np.all(np.isfinite(table) & (table >= 0))) and table[255] > 0,
                 "SOFTMAX_F32: the table needs 256 finite non-negative float32 values, the last positive")
-        ys = np.float32(io.attrs["y_scale"])
+        ys = p.y_scale
         require(bool(np.isfinite(ys)) and ys >= 0 and ys == np.floor(ys), f"SOFTMAX_F32: y_scale {ys} must be a "
                                                                           "non-negative integer")
         super().check(io)
 
     def reference(self, io: StepIO, args: list[np.ndarray]) -> list[np.ndarray]:
-        x = args[0].astype(np.int64)
-        e = self.table(io)[x - x.max(axis=-1, keepdims=True) + 255]
+        x, p = args[0].astype(np.int64), SoftmaxF32Params.of(io)
+        e = p.table[x - x.max(axis=-1, keepdims=True) + 255]
         total = np.add.accumulate(e, axis=-1, dtype=np.float32)[..., -1:]
         with np.errstate(over="ignore", under="ignore"):
-            r = ((e * np.float32(io.attrs["y_scale"])).astype(np.float32) / total).astype(np.float32)
-        q = np.minimum(np.rint(r).astype(np.int64) + int(io.attrs["output_zp"]), int(io.attrs["qmax"]))
-        return [q + int(io.attrs.get("out_offset", 0))]
+            r = ((e * p.y_scale).astype(np.float32) / total).astype(np.float32)
+        q = np.minimum(np.rint(r).astype(np.int64) + p.output_zp, p.qmax)
+        return [q + p.out_offset]
 
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
         y = io.outs[0].dtype
         return Ranges([(y.min, y.max)])
 
     def constants(self, io: StepIO) -> dict[str, np.ndarray]:
-        m, k = mantissa_exponent(self.table(io))
+        m, k = mantissa_exponent(SoftmaxF32Params.of(io).table)
         return {"mantissa": m.astype(np.int32), "exponent": k.astype(np.int16)}
 
     def template_context(self, io: StepIO) -> dict:
-        shape = io.ins[0].shape
-        ys_m, ys_k = mantissa_exponent(np.float32(io.attrs["y_scale"]))
+        shape, p = io.ins[0].shape, SoftmaxF32Params.of(io)
+        ys_m, ys_k = mantissa_exponent(p.y_scale)
         return dict(rows=int(np.prod(shape[:-1], dtype=np.int64)), d=shape[-1], ys_m=int(ys_m[0]),
-                    ys_k=int(ys_k[0]), zp=int(io.attrs["output_zp"]), qmax=int(io.attrs["qmax"]),
-                    offset=int(io.attrs.get("out_offset", 0)))
+                    ys_k=int(ys_k[0]), zp=p.output_zp, qmax=p.qmax, offset=p.out_offset)

@@ -34,6 +34,12 @@ class StridedCopy(Primitive):
 
     name = "STRIDED_COPY"
 
+    @staticmethod
+    def view(io: StepIO) -> tuple[int, list[int]]:
+        """The step's offset and strides."""
+        require("offset" in io.attrs and "strides" in io.attrs, "STRIDED_COPY: needs attributes offset and strides")
+        return int(io.attrs["offset"]), [int(s) for s in io.attrs["strides"]]
+
     def infer_shapes(self, io: StepIO) -> list[tuple[int, ...]]:
         return [io.outs[0].shape]  # the output shape is free; strides has one entry per output dimension
 
@@ -42,23 +48,22 @@ class StridedCopy(Primitive):
         x, y = io.ins[0], io.outs[0]
         require(x.dtype.name in _TYPES, f"STRIDED_COPY: type {x.dtype} is not one of {list(_TYPES)}")
         require(y.dtype == x.dtype, f"STRIDED_COPY: output type {y.dtype} differs from input type {x.dtype}")
-        strides = [int(s) for s in io.attrs["strides"]]
+        offset, strides = self.view(io)
         require(len(strides) == len(y.shape), f"STRIDED_COPY: {len(strides)} strides for an output of rank "
                                               f"{len(y.shape)}")
         if y.size:
-            idx = flat_indices(int(io.attrs["offset"]), strides, y.shape)
+            idx = flat_indices(offset, strides, y.shape)
             require(int(idx.min()) >= 0 and int(idx.max()) < x.size,
                     f"STRIDED_COPY: reads input elements [{int(idx.min())}, {int(idx.max())}] outside [0, {x.size})")
 
     def reference(self, io: StepIO, args: list[np.ndarray]) -> list[np.ndarray]:
-        idx = flat_indices(int(io.attrs["offset"]), [int(s) for s in io.attrs["strides"]], io.outs[0].shape)
+        idx = flat_indices(*self.view(io), io.outs[0].shape)
         return [args[0].reshape(-1)[idx]]
 
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
         return Ranges([in_ranges[0]])
 
     def template_context(self, io: StepIO) -> dict:
-        y = io.outs[0]
-        nest = loop_nest(y.shape, [[int(s) for s in io.attrs["strides"]], contiguous_strides(y.shape)],
-                         [int(io.attrs["offset"]), 0])
+        y, (offset, strides) = io.outs[0], self.view(io)
+        nest = loop_nest(y.shape, [strides, contiguous_strides(y.shape)], [offset, 0])
         return dict(copies=[Copy(0, nest)], fill=None)

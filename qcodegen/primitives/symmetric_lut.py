@@ -15,6 +15,8 @@ Range analysis proves that every reachable output fits the output type.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, fields
+
 import numpy as np
 
 from ..errors import GraphError, PlanError
@@ -22,21 +24,37 @@ from ..ir.schedule import CONST, StepIO
 from .base import Primitive, Ranges, register, require
 
 
-def _core(attrs: dict, table: np.ndarray, w: np.ndarray) -> np.ndarray:
+@dataclass(frozen=True)
+class LutParams:
+    """The attributes of a SYMMETRIC_LUT step (see the module docstring)."""
+
+    frac_bits: int
+    saturation: int
+    bias: int
+    shift: int
+    neg_offset: int
+
+    @classmethod
+    def of(cls, io: StepIO) -> LutParams:
+        missing = [f.name for f in fields(cls) if f.name not in io.attrs]
+        require(not missing, f"SYMMETRIC_LUT: missing attributes {missing}")
+        return cls(*(int(io.attrs[f.name]) for f in fields(cls)))
+
+
+def _core(p: LutParams, table: np.ndarray, w: np.ndarray) -> np.ndarray:
     """R + bias before the shift, for magnitudes w >= 0 (int64)."""
     t = table.astype(np.int64)
-    frac_bits = int(attrs["frac_bits"])
-    h = w >> frac_bits
+    h = w >> p.frac_bits
     inside = h < t.size - 1
     hc = np.where(inside, h, 0)
-    interp = t[hc] * (1 << frac_bits) + (w & ((1 << frac_bits) - 1)) * (t[hc + 1] - t[hc])
-    return np.where(inside, interp, int(attrs["saturation"])) + int(attrs["bias"])
+    interp = t[hc] * (1 << p.frac_bits) + (w & ((1 << p.frac_bits) - 1)) * (t[hc + 1] - t[hc])
+    return np.where(inside, interp, p.saturation) + p.bias
 
 
-def symmetric_lookup(attrs: dict, table: np.ndarray, y: np.ndarray) -> np.ndarray:
+def symmetric_lookup(p: LutParams, table: np.ndarray, y: np.ndarray) -> np.ndarray:
     y = np.asarray(y, np.int64)
-    g = _core(attrs, table, np.abs(y)) >> int(attrs["shift"])
-    return np.where(y >= 0, g, int(attrs["neg_offset"]) - g)
+    g = _core(p, table, np.abs(y)) >> p.shift
+    return np.where(y >= 0, g, p.neg_offset - g)
 
 
 @register
@@ -59,38 +77,35 @@ class SymmetricLut(Primitive):
                 f"{list(table.shape)}")
         if table.kind != CONST or table.data is None:
             raise GraphError("SYMMETRIC_LUT: the table must be a constant")
-        a = io.attrs
-        require(0 <= int(a["frac_bits"]) <= 24, f"SYMMETRIC_LUT: frac_bits {a['frac_bits']} outside [0, 24]")
-        require(0 <= int(a["shift"]) <= 62, f"SYMMETRIC_LUT: shift {a['shift']} outside [0, 62]")
-        for key in ("saturation", "bias", "neg_offset"):
-            require(abs(int(a[key])) < 1 << 40, f"SYMMETRIC_LUT: {key} {a[key]} is out of range")
+        p = LutParams.of(io)
+        require(0 <= p.frac_bits <= 24, f"SYMMETRIC_LUT: frac_bits {p.frac_bits} outside [0, 24]")
+        require(0 <= p.shift <= 62, f"SYMMETRIC_LUT: shift {p.shift} outside [0, 62]")
+        for key, value in (("saturation", p.saturation), ("bias", p.bias), ("neg_offset", p.neg_offset)):
+            require(abs(value) < 1 << 40, f"SYMMETRIC_LUT: {key} {value} is out of range")
 
     def reference(self, io: StepIO, args: list[np.ndarray]) -> list[np.ndarray]:
-        return [symmetric_lookup(io.attrs, args[1], args[0])]
+        return [symmetric_lookup(LutParams.of(io), args[1], args[0])]
 
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
         lo, hi = in_ranges[0]
-        table = io.ins[1].data
-        frac_bits = int(io.attrs["frac_bits"])
+        table, p = io.ins[1].data, LutParams.of(io)
         w_lo = 0 if lo <= 0 <= hi else min(abs(lo), abs(hi))
         w_hi = max(abs(lo), abs(hi))
         # R is linear inside a segment: its extremes over [w_lo, w_hi] are at segment ends or the range ends
-        seg = np.arange(table.size, dtype=np.int64) << frac_bits
+        seg = np.arange(table.size, dtype=np.int64) << p.frac_bits
         ends = np.concatenate([seg, seg - 1, [w_lo, w_hi]])
         ends = ends[(ends >= w_lo) & (ends <= w_hi)]
-        g = _core(io.attrs, table, ends) >> int(io.attrs["shift"])
+        g = _core(p, table, ends) >> p.shift
         parts = []
         if hi >= 0:
             parts += [int(g.min()), int(g.max())]
         if lo < 0:
-            parts += [int(io.attrs["neg_offset"]) - int(g.max()), int(io.attrs["neg_offset"]) - int(g.min())]
+            parts += [p.neg_offset - int(g.max()), p.neg_offset - int(g.min())]
         out = io.outs[0].dtype
         if min(parts) < out.min or max(parts) > out.max:
             raise PlanError(f"SYMMETRIC_LUT: outputs in [{min(parts)}, {max(parts)}] do not fit {out}")
         return Ranges([(min(parts), max(parts))])
 
     def template_context(self, io: StepIO) -> dict:
-        a = io.attrs
-        return dict(entries=io.ins[1].shape[0], frac_bits=int(a["frac_bits"]),
-                    mask=(1 << int(a["frac_bits"])) - 1, saturation=int(a["saturation"]), bias=int(a["bias"]),
-                    shift=int(a["shift"]), neg_offset=int(a["neg_offset"]))
+        p = LutParams.of(io)
+        return dict(asdict(p), entries=io.ins[1].shape[0], mask=(1 << p.frac_bits) - 1)

@@ -45,6 +45,7 @@ from ..fixedpoint import Rounding
 from ..ir.dtypes import DType
 from ..ir.rescale import RescaleParams
 from ..ir.schedule import CONST, INPUT, Schedule, StepIO
+from ..primitives.base import axis_attr
 from ..primitives.rescale import type_range
 from ..reference.executor import check_inputs
 
@@ -278,7 +279,7 @@ def _ints(values: Any) -> list[int]:
 
 def _axis(io: StepIO) -> int:
     rank = len(io.ins[0].shape)
-    return int(io.attrs["axis"]) % rank if rank else 0
+    return axis_attr(io) % rank if rank else 0
 
 
 # ---- one emitter per primitive
@@ -314,16 +315,17 @@ def _rescale(b: _Builder, io: StepIO) -> None:
 def _convolution(b: _Builder, io: StepIO) -> None:
     x, w, bias = io.ins
     y = io.outs[0]
-    a, p = io.attrs, primitives.get(io.step.op).params(io)
-    pad = _ints(a["pad"])
+    prim = primitives.get(io.step.op)
+    p, win = prim.params(io), prim.window(io)
+    pad = list(win.pad)
     src = b.tensor(x.name)
-    if p["pad_value"] != p["izp"] and any(pad):  # out-of-bounds taps read pad_value: pad explicitly
-        src = b.pad(src, x.shape, x.dtype, [0, 0, *pad, 0, 0], p["pad_value"])
+    if p.pad_value != p.izp and any(pad):  # out-of-bounds taps read pad_value: pad explicitly
+        src = b.pad(src, x.shape, x.dtype, [0, 0, *pad, 0, 0], p.pad_value)
         pad = [0, 0, 0, 0]
-    inputs = [src, b.tensor(w.name), b.tensor(bias.name), b.scalar(p["izp"], container(x.dtype), "input_zp"),
-              b.scalar(p["wzp"], container(w.dtype), "weight_zp")]
-    b.emit(io.step.op, inputs, b.result(y.name), pad, _ints(a["stride"]), _ints(a.get("dilation", [1, 1])),
-           False, b.tosa_type(y.dtype))
+    inputs = [src, b.tensor(w.name), b.tensor(bias.name), b.scalar(p.izp, container(x.dtype), "input_zp"),
+              b.scalar(p.wzp, container(w.dtype), "weight_zp")]
+    b.emit(io.step.op, inputs, b.result(y.name), pad, list(win.stride), list(win.dilation), False,
+           b.tosa_type(y.dtype))
 
 
 def _matmul(b: _Builder, io: StepIO) -> None:
@@ -335,18 +337,19 @@ def _matmul(b: _Builder, io: StepIO) -> None:
 
 
 def _avg_pool(b: _Builder, io: StepIO) -> None:
-    x, a = io.ins[0], io.attrs
+    x, pool = io.ins[0], primitives.get("AVG_POOL2D")
     ttype = container(x.dtype)
-    izp, ozp = primitives.get("AVG_POOL2D").zero_points(io)
+    izp, ozp = pool.zero_points(io)
+    win = pool.window(io)
     inputs = [b.tensor(x.name), b.scalar(izp, ttype, "input_zp"), b.scalar(ozp, ttype, "output_zp")]
-    b.emit("AVG_POOL2D", inputs, b.result(io.outs[0].name), _ints(a["kernel"]), _ints(a["stride"]),
-           _ints(a["pad"]), b.ts.DType.INT32)
+    b.emit("AVG_POOL2D", inputs, b.result(io.outs[0].name), list(win.kernel), list(win.stride), list(win.pad),
+           b.ts.DType.INT32)
 
 
 def _max_pool(b: _Builder, io: StepIO) -> None:
-    a = io.attrs
-    b.emit("MAX_POOL2D", [b.tensor(io.ins[0].name)], b.result(io.outs[0].name), _ints(a["kernel"]),
-           _ints(a["stride"]), _ints(a["pad"]), b.propagate)
+    win = primitives.get("MAX_POOL2D").window(io)
+    b.emit("MAX_POOL2D", [b.tensor(io.ins[0].name)], b.result(io.outs[0].name), list(win.kernel),
+           list(win.stride), list(win.pad), b.propagate)
 
 
 def _plain(b: _Builder, io: StepIO) -> None:

@@ -186,7 +186,7 @@ def _depthwise(c: ConvStep, names: ArrayNames) -> KernelChoice:
     arrays: dict[str, ConstArray] = {}
     if c.izp != 0:
         arrays["starts"] = step_array(names, "dw_starts", layouts.dw_starts(c.weight_rows(), c.izp))
-    if not g["all_interior"] and c.taps <= 9:
+    if not g.all_interior and c.taps <= 9:
         arrays["pad_row"] = step_array(names, "pad_row", layouts.pad_row(c.rows, c.pad_value))
     pairs = c.constant_weights and int(np.min(np.asarray(c.w.data))) > -128
     reason = f"int8 x int8, weight zero point 0, {c.taps} taps, blocks of 16 channels"
@@ -201,7 +201,7 @@ def _depthwise(c: ConvStep, names: ArrayNames) -> KernelChoice:
     else:
         fn = "qc_neon_dw_s32"
         reason += ", int32 sums" if c.rq is None else ", int32 sums requantized by the portable scalar form"
-    params = Depthwise(fn, c.rows, g["ih"], g["iw"], g["kh"], g["kw"], g["dy"], g["dx"], c.pad_value, pairs,
+    params = Depthwise(fn, c.rows, g.ih, g.iw, g.kh, g.kw, g.dy, g.dx, c.pad_value, pairs,
                        c.bias_per_channel, rq, c.rq is None)
     return KernelChoice(fn, reason, form="dw", arrays=arrays, params=params,
                         step_constants=c.rq is not None and rq is None, files=FILES)

@@ -270,8 +270,8 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
         fn = "qc_dsp_dw_s32"
     if c.rows % 4 == 0:
         fn += "_c4"  # (no code for channels after the last group of 4)
-    if g["has_interior"]:
-        offsets = [(ky * g["dy"] * g["iw"] + kx * g["dx"]) * c.rows for ky in range(g["kh"]) for kx in range(g["kw"])]
+    if g.has_interior:
+        offsets = [(ky * g.dy * g.iw + kx * g.dx) * c.rows for ky in range(g.kh) for kx in range(g.kw)]
         arrays["taps"] = step_array(names, "tap_offsets", np.array(offsets, np.uint32), "uintptr_t")
     runs = int8 or (c.rq is None and c.y.dtype.ctype == "int32_t")
     rq = c.rq

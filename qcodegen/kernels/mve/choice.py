@@ -202,12 +202,12 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
     reason = (f"int8 x int8, weight zero point 0, multiplier 1, {c.taps} taps, constant weights and bias, "
               f"|bias| + taps 2^17 < 2^31")
     arrays = {}
-    if g["has_interior"]:
-        offsets = [(ky * g["dy"] * g["iw"] + kx * g["dx"]) * c.rows for ky in range(g["kh"]) for kx in range(g["kw"])]
+    if g.has_interior:
+        offsets = [(ky * g.dy * g.iw + kx * g.dx) * c.rows for ky in range(g.kh) for kx in range(g.kw)]
         arrays["taps"] = step_array(names, "tap_offsets", np.array(offsets, np.uint32), "uintptr_t")
     rq = c.rq
     if rq is not None and exact_s33(rq) and c.y.dtype.name == "i8":
-        copies = 16 // c.rows if c.rows < 16 and 16 % c.rows == 0 and g["sx"] == 1 else 1
+        copies = 16 // c.rows if c.rows < 16 and 16 % c.rows == 0 and g.sx == 1 else 1
         arrays["w16"] = step_array(names, "dw_w16", layouts.mve_dw_w16(taps, c.rows, copies))
         arrays["params"] = step_array(names, "dw_params", layouts.mve_dw_params(
             taps, c.rows, c.bias_per_row(), c.izp, list(rq.multipliers), list(rq.shifts), rq.output_zp, rq.lo, rq.hi,
@@ -238,9 +238,9 @@ def _pool(io: StepIO) -> KernelChoice:
     if ctx["widened"] or io.ins[0].dtype.name != "i8":
         return portable(io)
     g = ctx["win"]
-    bits = 16 if g["kh"] * g["kw"] <= 255 else 32  # |sum| <= 128 taps: int16 up to 255 taps
+    bits = 16 if g.taps <= 255 else 32  # |sum| <= 128 taps: int16 up to 255 taps
     fn = f"qc_mve_pool_sum_s8_s{bits}"
-    return KernelChoice(fn, f"int8 inputs, {g['kh'] * g['kw']} taps: int{bits} sums", form="pool_sum",
+    return KernelChoice(fn, f"int8 inputs, {g.taps} taps: int{bits} sums", form="pool_sum",
                         params=PoolSum(fn), files=HEADER)
 
 
@@ -263,16 +263,15 @@ def _ew_part(part: StepIO) -> EwPart | None:
     if op != "RESCALE":
         return None
     rq = ctx["rq"]
-    m, s, zp = int(rq["multiplier"]), int(rq["shift"]), int(rq["output_zp"])
-    if not (rq["scale32"] and not rq["per_channel"] and m >= 0 and -65536 < zp < 65536
-            and rq["fn"] in _EXACT_RESCALE_FNS):
+    m, s, zp = rq.multiplier, rq.shift, rq.output_zp
+    if not (rq.scale32 and not rq.per_channel and m >= 0 and -65536 < zp < 65536 and rq.fn in _EXACT_RESCALE_FNS):
         return None
     if 32 <= s <= 62:
-        return EwPart("qc_mve_ew_rescale32", (rq["input_zp"], m, 31 - s, zp, 0 if rq["fn"] == "qc_scale32_single"
-                                              else 1, rq["lo"], rq["hi"]))
+        return EwPart("qc_mve_ew_rescale32", (rq.input_zp, m, 31 - s, zp, 0 if rq.fn == "qc_scale32_single" else 1,
+                                              rq.lo, rq.hi))
     k = _pow2(m)
     if s >= 2 and k is not None:
-        return EwPart("qc_mve_ew_rescale_pow2", (rq["input_zp"], k - s, zp, rq["lo"], rq["hi"]))
+        return EwPart("qc_mve_ew_rescale_pow2", (rq.input_zp, k - s, zp, rq.lo, rq.hi))
     return None
 
 

@@ -1,4 +1,4 @@
-"""Kernel choice for scalar RISC-V RV32IM (target riscv32; kernels in runtime/rv32/qc_rv32.h, call sites in
+"""Kernel choice for scalar RISC-V RV32IM (target riscv32; kernels in runtime/rv32/, call sites in
 templates/rv32/_dot.c.j2). There is no multiply-accumulate: a MAC is at least MUL + ADD, and the loads are what the
 kernels save.
 
@@ -9,7 +9,8 @@ int8 x int8 convolutions with weight zero point 0 and constant weights:
   rv32_r4 / rv32_r8 so that one pointer walks a block's rows element by element, the pixels' windows interleaved
   in a stack buffer (a gathered window written there directly); the input zero point as izp x the row sums made at
   generation time;
-- DEPTHWISE_CONV2D (multiplier 1, at most 16 taps, constant bias, a padded input plane of at most 4096 bytes):
+- DEPTHWISE_CONV2D (multiplier 1, at most 16 taps, constant bias, a padded input plane of at most 4096 bytes, int32
+  outputs or a requantization qc_rv32_scale32 computes exactly): qc_rv32_dw_plane (runtime/rv32/qc_rv32_dw.h),
   channel by channel over a padded copy of the channel's input plane, every tap at a constant offset, the taps'
   weights in registers.
 Stores of a FUSED_CONV: qc_rv32_scale32 (MULH) where it is exact: QC_RV32_DOUBLE_29 for the double rounding of
@@ -34,6 +35,7 @@ FILES = ("rv32/qc_rv32.h",)
 # the register blocks: static kernels of a header, specialized per model (measured smaller and faster than shared
 # copies of a .c)
 DOT_FILES = FILES + ("rv32/qc_rv32_dot.h",)
+DW_FILES = FILES + ("rv32/qc_rv32_dw.h",)
 # measured: steps inlined into <name>_run share its registers, and the depthwise weights spill
 STEP_ATTRIBUTES = "__attribute__((noinline))"
 MAX_GROUPED_ROW = 2048  # the longest row taken with several pixels (their interleaved windows: P x k stack bytes)
@@ -102,7 +104,9 @@ class DepthwisePlane:
     """form "dw_plane": per channel, its input plane copied into the stack buffer qc_pl (height x width; input rows
     [0, rows) at plane row top + iy, columns [0, cols) at left + ix, the rest pad_value when `padded`; the copy of a
     row unrolled when `unrolled`), then every output pixel the sum of its taps at `offsets` from the pixel's
-    corner, times the channel's weights kept in registers, from base = bias - izp x the weight sum."""
+    corner, times the channel's weights kept in registers, from base = bias - izp x the weight sum
+    (runtime/rv32/qc_rv32_dw.h qc_rv32_dw_plane); outputs of out_bytes (4: the int32 accumulators, else requantized
+    by the choice's RequantStore)."""
 
     channels: int
     taps: int
@@ -117,6 +121,7 @@ class DepthwisePlane:
     unrolled: bool
     offsets: tuple[int, ...]
     izp: int
+    out_bytes: int
 
 
 def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoice:
@@ -164,28 +169,31 @@ def _kernel(block: int, pixels: int, group: int) -> str:
 
 def _why_not_depthwise(c: ConvStep) -> str:
     return (f"not int8 x int8 with weight zero point 0, multiplier 1, at most {MAX_DW_TAPS} taps, a constant bias, "
-            f"an int8 pad value, a padded plane of at most {MAX_DW_PLANE} bytes and |bias| + taps 2^17 < 2^31")
+            f"an int8 pad value, a padded plane of at most {MAX_DW_PLANE} bytes, |bias| + taps 2^17 < 2^31 and an "
+            "int32 output or a requantization qc_rv32_scale32 computes exactly")
 
 
 def _depthwise(c: ConvStep) -> KernelChoice | None:
     g = c.window
-    height = (g["oh"] - 1) * g["sy"] + (g["kh"] - 1) * g["dy"] + 1
-    width = (g["ow"] - 1) * g["sx"] + (g["kw"] - 1) * g["dx"] + 1
+    height = (g.oh - 1) * g.sy + (g.kh - 1) * g.dy + 1
+    width = (g.ow - 1) * g.sx + (g.kw - 1) * g.dx + 1
     bias = c.bias_abs_max
     if not (c.int8 and c.wzp == 0 and c.m == 1 and c.taps <= MAX_DW_TAPS and bias is not None
             and -128 <= c.pad_value <= 127 and height * width <= MAX_DW_PLANE
             and bias + c.taps * 2 ** 17 < 2 ** 31):
         return None
-    rows, cols = min(g["ih"], height - g["pt"]), min(g["iw"], width - g["pl"])
-    padded = g["pt"] > 0 or g["pl"] > 0 or rows < height - g["pt"] or cols < width - g["pl"]
-    offsets = tuple(ky * g["dy"] * width + kx * g["dx"] for ky in range(g["kh"]) for kx in range(g["kw"]))
-    params = DepthwisePlane(c.rows, c.taps, height, width, rows, cols, g["pt"], g["pl"], padded, c.pad_value,
-                            cols <= 16 and cols * c.rows <= 2048, offsets, c.izp)
+    store = requant_store(c.rq, _bound(c, np.abs(c.weight_rows()).sum(axis=0)))
+    if store is None if c.rq else c.y.dtype.ctype != "int32_t":
+        return None
+    rows, cols = min(g.ih, height - g.pt), min(g.iw, width - g.pl)
+    padded = g.pt > 0 or g.pl > 0 or rows < height - g.pt or cols < width - g.pl
+    offsets = tuple(ky * g.dy * width + kx * g.dx for ky in range(g.kh) for kx in range(g.kw))
+    params = DepthwisePlane(c.rows, c.taps, height, width, rows, cols, g.pt, g.pl, padded, c.pad_value,
+                            cols <= 16 and cols * c.rows <= 2048, offsets, c.izp, c.y.dtype.bits // 8)
     reason = (f"int8 x int8, weight zero point 0, multiplier 1, {c.taps} taps, constant bias, a padded plane of "
-              f"{height} x {width} bytes, |bias| + taps 2^17 < 2^31")
-    weight_sums = np.abs(c.weight_rows()).sum(axis=0)
-    store = requant_store(c.rq, _bound(c, weight_sums))
-    return KernelChoice("c:rv32/dw_plane", reason, form="dw_plane", params=params, requantize=store, files=FILES)
+              f"{height} x {width} bytes, |bias| + taps 2^17 < 2^31, "
+              + ("requantized by qc_rv32_scale32" if store else "int32 outputs"))
+    return KernelChoice("qc_rv32_dw_plane", reason, form="dw_plane", params=params, requantize=store, files=DW_FILES)
 
 
 __all__ = ["STEP_ATTRIBUTES", "choose", "requant_store"]

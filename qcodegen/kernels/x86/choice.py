@@ -125,7 +125,7 @@ class DotRows:
 @dataclass(frozen=True)
 class DwRows:
     """form "dw_rows": qc_x86_dw_rows (qc_x86_dw.h) with the qc_x86_dw_rows_params of the step's geometry (g:
-    Window.context()), the band plan (wp, step, nb) and the scratch: span rows of rowlen int16; rq: its zero point,
+    Window.loops()), the band plan (wp, step, nb) and the scratch: span rows of rowlen int16; rq: its zero point,
     clamp, rounding and output type (the per-channel constants are in the kernel's "params" array)."""
 
     n: int
@@ -243,7 +243,7 @@ def _rq_arrays(rq: Requantization, c: ConvStep, names: ArrayNames) -> dict[str, 
 def _acc32(io: StepIO) -> bool:
     """The convolution accumulates in int32 (acc_type i32, not widened)."""
     conv = part_ios(io)[0] if io.step.op == "FUSED_CONV" else io
-    return conv.step.attrs.get("acc_type", "i32") == "i32"
+    return primitives.get(conv.step.op).params(conv).acc_type == "i32"
 
 
 def _bits(c: ConvStep) -> int:
@@ -343,8 +343,8 @@ def _depthwise(isa: Isa, io: StepIO, c: ConvStep, names: ArrayNames) -> KernelCh
     vector = _vector_rq(c, _acc32(io))
     g = c.window
     plan = _rows_plan(g, c.rows)
-    if (vector and c.constant_weights and c.bias_abs_max is not None and c.rows % 8 == 0 and g["dx"] == 1
-            and g["dy"] == 1 and c.taps <= 9 and plan is not None):
+    if (vector and c.constant_weights and c.bias_abs_max is not None and c.rows % 8 == 0 and g.dx == 1
+            and g.dy == 1 and c.taps <= 9 and plan is not None):
         return _dw_rows(isa, c, names, plan)
     return _dw_blocks(c, names, vector)
 
@@ -353,25 +353,25 @@ def _rows_plan(g: dict[str, Any], channels: int) -> tuple[int, int, int] | None:
     """(wp, step, nb) of qc_x86_dw_rows: the positions of a widened row, 2 when the stride is even (the taps' pairs
     start at even positions: every other position), the output rows of a band whose widened rows fit the scratch
     (None when kh rows do not)."""
-    wp = (g["ow"] - 1) * g["sx"] + 2 * ((g["kw"] + 1) // 2) - 1
-    step = 2 if g["sx"] % 2 == 0 else 1
+    wp = (g.ow - 1) * g.sx + 2 * ((g.kw + 1) // 2) - 1
+    step = 2 if g.sx % 2 == 0 else 1
     rows = DW_ROWS_SCRATCH // ((wp + step - 1) // step * channels * 4)
-    if rows < g["kh"]:
+    if rows < g.kh:
         return None
-    return wp, step, min(g["oh"], (rows - g["kh"]) // g["sy"] + 1)
+    return wp, step, min(g.oh, (rows - g.kh) // g.sy + 1)
 
 
 def _dw_rows(isa: Isa, c: ConvStep, names: ArrayNames, plan: tuple[int, int, int]) -> KernelChoice:
     assert c.rq is not None
     g, (wp, step, nb) = c.window, plan
     taps = c.weight_rows()
-    arrays = {"weights": const_array(names.relaid(c.w.name, "x86_dw_rows"), layouts.x86_dw_rows(taps, g["kw"])),
+    arrays = {"weights": const_array(names.relaid(c.w.name, "x86_dw_rows"), layouts.x86_dw_rows(taps, g.kw)),
               "params": step_array(names, "dw_params", layouts.x86_dw_params(taps, c.bias_per_row(), c.izp,
                                                                                   c.rq.multipliers, c.rq.shifts))}
     rowlen = (wp + step - 1) // step * c.rows * 2
-    params = DwRows(g["n"], g["ih"], g["iw"], c.rows, g["oh"], g["ow"], g["kh"], g["kw"], g["sy"], g["sx"], g["pt"],
-                    g["pl"], c.pad_value, g["pt"] > 0 or (g["oh"] - 1) * g["sy"] + g["kh"] - g["pt"] > g["ih"],
-                    g["pl"] > 0 or wp - g["pl"] >= g["iw"], wp, step, nb, rowlen, (nb - 1) * g["sy"] + g["kh"],
+    params = DwRows(g.n, g.ih, g.iw, c.rows, g.oh, g.ow, g.kh, g.kw, g.sy, g.sx, g.pt,
+                    g.pl, c.pad_value, g.pt > 0 or (g.oh - 1) * g.sy + g.kh - g.pt > g.ih,
+                    g.pl > 0 or wp - g.pl >= g.iw, wp, step, nb, rowlen, (nb - 1) * g.sy + g.kh,
                     dataclasses.replace(_rq8(c.rq, _bits(c)), per_channel=False))  # (constants: in dw_params)
     reason = (f"int8 x int8, weight zero point 0, multiplier 1, {c.taps} <= 9 taps, no dilation, constant weights "
               f"and bias, {c.rows} channels (a multiple of 8), requantized by qc_x86_rq8_store, bands of {nb} output "
@@ -427,18 +427,17 @@ def _ew_part(p: dict[str, Any]) -> EwPart | None:
     args = tuple(v if v.startswith("t") else f"v_{v}" for _, v in p["args"])
     if p["op"] == "RESCALE":
         rq = p["rq"]
-        if not (rq["scale32"] and not rq["per_channel"] and 2 <= rq["shift"] <= 62
-                and rq["fn"] in ("qc_scale32_single", "qc_scale32_double", "qc_scale32_double_gt31")
-                and INT32_MIN <= rq["input_zp"] <= INT32_MAX
-                and INT32_MIN <= rq["lo"] - rq["output_zp"] and rq["hi"] - rq["output_zp"] <= INT32_MAX):
+        if not (rq.scale32 and not rq.per_channel and 2 <= rq.shift <= 62
+                and rq.fn in ("qc_scale32_single", "qc_scale32_double", "qc_scale32_double_gt31")
+                and INT32_MIN <= rq.input_zp <= INT32_MAX
+                and INT32_MIN <= rq.lo - rq.output_zp and rq.hi - rq.output_zp <= INT32_MAX):
             return None
-        m, s = int(rq["multiplier"]), int(rq["shift"])
-        dbl = rq["fn"] == "qc_scale32_double_gt31" or (rq["fn"] == "qc_scale32_double" and s > 31)
+        m, s = rq.multiplier, rq.shift
+        dbl = rq.fn == "qc_scale32_double_gt31" or (rq.fn == "qc_scale32_double" and s > 31)
         power = m.bit_length() - 1 if m > 0 and m & (m - 1) == 0 else -1
         shl = power - s if power >= s and not dbl else -1
-        clamp = not (rq["lo"] == INT32_MIN and rq["hi"] == INT32_MAX and rq["output_zp"] == 0)
-        return EwPart("rescale", args, p["out"], int(rq["input_zp"]), m, s, dbl, shl, clamp, int(rq["output_zp"]),
-                      int(rq["lo"]), int(rq["hi"]))
+        clamp = not (rq.lo == INT32_MIN and rq.hi == INT32_MAX and rq.output_zp == 0)
+        return EwPart("rescale", args, p["out"], rq.input_zp, m, s, dbl, shl, clamp, rq.output_zp, rq.lo, rq.hi)
     if p["op"] == "CLAMP" and INT32_MIN <= p["lo"] and p["hi"] <= INT32_MAX:
         return EwPart("clamp", args, p["out"], lo=int(p["lo"]), hi=int(p["hi"]))
     if p["op"] in ("ADD", "SUB") and p["out_ctype"] == "int32_t":
