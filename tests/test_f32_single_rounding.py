@@ -1,0 +1,132 @@
+"""onnxruntime's float32 requantization as single rounding (qcodegen/semantics/f32_single_rounding.py,
+docs/semantics.md §14.5): the window bound, the enumerated exceptions, the adjusted multipliers and the RESCALE the
+planner puts in place of a RESCALE_F32 equal the float32 definition (numpy float32) on every accumulator swept;
+each sweep also shows that a window one bit smaller is wrong."""
+
+import numpy as np
+import pytest
+
+from qcodegen import primitives
+from qcodegen.ir.schedule import Step, StepIO
+from qcodegen.plan.single_round import as_rescale
+from qcodegen.primitives.rescale_f32 import mantissa_exponent, requantize_f32
+from qcodegen.semantics import f32_single_rounding as single
+from qcodegen.testing import Var, step_schedule
+
+F32 = np.float32
+WIDE = (-(1 << 31), (1 << 31) - 1)
+CHUNK = 1 << 22
+
+
+def _mk(scale: float) -> tuple[int, int]:
+    m, k = mantissa_exponent(F32(scale))
+    return int(m[0]), int(k[0])
+
+
+def _scales() -> list[float]:
+    """Ties-heavy mantissas (1 + 2^-23, 2 - 2^-23, powers of two) at several exponents, and random ones."""
+    ties = [2.0 ** -9 * (1 + 2.0 ** -23), 2.0 ** -2 * (2 - 2.0 ** -23), 2.0 ** -11 * (2 - 2.0 ** -23), 0.5]
+    rng = np.random.default_rng(17)
+    return ties + [float(F32(s)) for s in np.exp(rng.uniform(np.log(1e-5), np.log(0.9), 3))]
+
+
+def test_every_accumulator_to_2_24():
+    """Over every a in [-2^24, 2^24]: the fast path == the definition, and the exceptions enumerated from the window
+    are exactly the accumulators where single rounding differs; with the window halved, the fast path is wrong
+    somewhere and the enumeration misses exceptions."""
+    bound = 1 << 24
+    halved_wrong, halved_missed = 0, 0
+    for scale in _scales():
+        m, k = _mk(scale)
+        w = single.window(m, k, bound)
+        differs = []
+        for start in range(-bound, bound + 1, CHUNK):
+            a = np.arange(start, min(start + CHUNK, bound + 1), dtype=np.int64)
+            ref = requantize_f32(a, F32(scale)).astype(np.int64)
+            assert np.array_equal(single.fast_requantize(a, m, k, w), ref), scale
+            halved_wrong += np.count_nonzero(single.fast_requantize(a, m, k, w >> 1) != ref)
+            differs.append(a[single.single_round(a, m, k) != ref])
+        truth = np.concatenate(differs)
+        assert np.array_equal(single.exceptions(m, k, (-bound, bound), WIDE), truth), scale
+        halved_missed += truth.size - single.exceptions(m, k, (-bound, bound), WIDE, w >> 1).size
+    assert halved_wrong > 0 and halved_missed > 0
+
+
+def test_beyond_2_24():
+    """Accumulators whose float32 conversion rounds: random int32 through the fast path with the window of the
+    whole int32 range, and every a of two 2^20-wide ranges near 2^27 and -2^30 against the enumeration (scales
+    below 1/64: larger ones make every accumulator there a candidate)."""
+    rng = np.random.default_rng(3)
+    a = rng.integers(-(1 << 31), 1 << 31, 1 << 19)
+    halved_missed = 0
+    for scale in _scales():
+        m, k = _mk(scale)
+        ref = requantize_f32(a, F32(scale)).astype(np.int64)
+        assert np.array_equal(single.fast_requantize(a, m, k, single.window(m, k, 1 << 31)), ref), scale
+        if scale > 1 / 64:
+            continue
+        for lo in ((1 << 27) - (1 << 19), -(1 << 30)):
+            acc = (lo, lo + (1 << 20) - 1)
+            span = np.arange(acc[0], acc[1] + 1, dtype=np.int64)
+            truth = span[single.single_round(span, m, k) != requantize_f32(span, F32(scale))]
+            assert np.array_equal(single.exceptions(m, k, acc, WIDE), truth), (scale, lo)
+            w = single.window(m, k, max(abs(acc[0]), abs(acc[1])))
+            halved_missed += truth.size - single.exceptions(m, k, acc, WIDE, w >> 1).size
+    assert halved_missed > 0
+
+
+def _ranges() -> list[tuple[float, tuple[int, int], tuple[int, int]]]:
+    rng = np.random.default_rng(5)
+    cases = []
+    for i in range(40):
+        scale = float(F32(np.exp(rng.uniform(np.log(2e-5), np.log(5e-3)))))
+        bound = int(rng.integers(1 << 14, 1 << 20))
+        out = ((-128, 127), (0, 255), (-128, 0), (-32768, 32767))[i % 4]
+        cases.append((scale, (-bound, bound + int(rng.integers(0, 1000))), out))
+    return cases
+
+
+def _single_rounding_errors(cases) -> tuple[int, int]:
+    """(cases solved, of them the accumulators where the chosen multiplier is wrong)"""
+    solved, wrong = 0, 0
+    for scale, acc, out in cases:
+        m, k = _mk(scale)
+        found = single.single_rounding(m, k, acc, out)
+        if found is None:
+            continue
+        solved += 1
+        a = np.arange(acc[0], acc[1] + 1, dtype=np.int64)
+        got = np.clip(single.single_round(a, found.multiplier, found.shift), *out)
+        wrong += np.count_nonzero(got != np.clip(requantize_f32(a, F32(scale)), *out))
+    return solved, wrong
+
+
+def test_adjusted_multiplier_every_accumulator(monkeypatch):
+    """Every accumulator of 40 (scale, range, clamp) cases: the single-rounding multiplier found (exact or
+    adjusted) equals the definition. The search covers 2 W (the float32 error W plus moves of the multiplier up
+    to W); with a search one bit smaller than W (W / 4 patched in: 2 * W / 4), some result is wrong."""
+    cases = _ranges()
+    solved, wrong = _single_rounding_errors(cases)
+    assert solved >= 25 and wrong == 0
+    exact_window = single.window
+    monkeypatch.setattr(single, "window", lambda m, k, bound: exact_window(m, k, bound) >> 2)
+    assert _single_rounding_errors(cases)[1] > 0
+
+
+@pytest.mark.parametrize("out,zp,lo,hi", [("i8", -128, -128, 127), ("i8", 3, -100, 120), ("i16", 0, -32768, 32767)])
+def test_planner_rescale_equals_rescale_f32(out, zp, lo, hi):
+    """The RESCALE the planner puts in place of a per-channel RESCALE_F32 (normalised multipliers, zero point,
+    clamp, axis) computes the RESCALE_F32 reference on every accumulator of the proven range."""
+    rng = np.random.default_rng(11)
+    scales = [float(F32(s)) for s in np.exp(rng.uniform(np.log(1e-4), np.log(3e-3), 6))]
+    sched = step_schedule("RESCALE_F32", [Var((1, 6), "i32")], [((1, 6), out)], scale=scales, output_zp=zp,
+                          out_min=lo, out_max=hi)
+    io = sched.io(sched.steps[0])
+    io.ins[0].value_range = (-70000, 65000)
+    found = as_rescale(io)
+    assert found is not None
+    a = np.repeat(np.arange(-70000, 65001, dtype=np.int64)[:, None], 6, axis=1)
+    rescale = StepIO(Step("RESCALE", io.step.inputs, io.step.outputs, found[0].to_attrs()), io.ins, io.outs)
+    primitives.get("RESCALE").check(rescale)
+    expected = primitives.get("RESCALE_F32").reference(io, [a])[0]
+    assert np.array_equal(primitives.get("RESCALE").reference(rescale, [a])[0], expected)
