@@ -11,7 +11,7 @@ from qcodegen.ir.schedule import Step, StepIO
 from qcodegen.plan.single_round import as_rescale
 from qcodegen.primitives.rescale_f32 import mantissa_exponent, requantize_f32
 from qcodegen.semantics import f32_single_rounding as single
-from qcodegen.testing import Var, step_schedule
+from qcodegen.testing import Var, assert_bit_exact, c_vs_reference, step_schedule
 
 F32 = np.float32
 WIDE = (-(1 << 31), (1 << 31) - 1)
@@ -130,3 +130,29 @@ def test_planner_rescale_equals_rescale_f32(out, zp, lo, hi):
     primitives.get("RESCALE").check(rescale)
     expected = primitives.get("RESCALE_F32").reference(io, [a])[0]
     assert np.array_equal(primitives.get("RESCALE").reference(rescale, [a])[0], expected)
+
+
+def _window_case(rows: int = 4096) -> tuple[list[float], np.ndarray]:
+    """Per-channel scales and [rows, channels] int32 accumulators, half inside the window of the whole int32 range
+    (the exact emulation decides) and half outside (single rounding) where the scale leaves any outside."""
+    scales = _scales()
+    rng = np.random.default_rng(23)
+    columns = []
+    for scale in scales:
+        m, k = _mk(scale)
+        a = rng.integers(-(1 << 31), 1 << 31, 1 << 20)
+        inside = single.in_window(a, m, k, single.window(m, k, 1 << 31))
+        columns.append(np.resize(np.concatenate([a[inside][: rows // 2], a[~inside][: rows // 2]]), rows))
+    return scales, np.stack(columns, axis=1).astype(np.int32)
+
+
+def test_c_window_form(monkeypatch):
+    """RESCALE_F32 in the window form (i32 output: qc_scale_f32_fast) == its reference in C, on accumulators inside
+    and outside the windows; with the windows one bit smaller the C differs."""
+    scales, data = _window_case()
+    sched = step_schedule("RESCALE_F32", [Var(data.shape, "i32")], [(data.shape, "i32")], scale=scales)
+    assert primitives.get("RESCALE_F32").form(sched.io(sched.steps[0]))[1] == "window"
+    assert_bit_exact(sched, inputs=[[data]])
+    exact_window = single.window
+    monkeypatch.setattr(single, "window", lambda m, k, bound: exact_window(m, k, bound) >> 1)
+    assert not c_vs_reference(sched, inputs=[[data]]).bit_exact

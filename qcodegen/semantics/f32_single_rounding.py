@@ -34,9 +34,25 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..primitives.rescale_f32 import requantize_f32
-
+MAX_MANTISSA = 1 << 24
 MAX_SHIFT = 60  # beyond, s < 2^-36: excluded so that h * 2^k and a * m + W stay far inside int64
+
+
+def mantissa_exponent(scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Non-negative finite float32 values as exact pairs (m, k), value = m * 2^-k with 0 <= m < 2^24 (m = 0, k = 0
+    for zero; subnormals have m < 2^23)."""
+    s = np.asarray(scale, np.float32).reshape(-1)
+    frac, exp = np.frexp(s.astype(np.float64))  # s = frac * 2^exp, frac in [0.5, 1) (exact for float32 values)
+    m = np.round(frac * MAX_MANTISSA).astype(np.int64)  # an integer for every float32 (24 significant bits)
+    k = np.where(m == 0, 0, 24 - exp.astype(np.int64))
+    return m, k
+
+
+def requantize_f32(x: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """round_half_even(f32(f32(x) * scale)) as float64 (exact integers, or +-inf when the product overflows)."""
+    with np.errstate(over="ignore"):
+        product = np.asarray(x, np.int64).astype(np.float32) * np.asarray(scale, np.float32)
+    return np.rint(product).astype(np.float64)
 
 
 def bitlen(v: int) -> int:
@@ -138,6 +154,7 @@ def single_rounding(m: int, k: int, acc: tuple[int, int], out: tuple[int, int]) 
     half = np.int64(1) << np.int64(shift - 1)
     low, high = (2 * r - 1) * half, (2 * r + 1) * half - 1  # a * M' in [low, high] where r is not a clamp bound
     has_low, has_high, pos, neg = r > out[0], r < out[1], a > 0, a < 0
+    a = np.where(a == 0, 1, a)  # a == 0 bounds nothing (both results are 0)
     lower = [big - reach, *(-(-low // a))[pos & has_low].tolist(), *(-(-high // a))[neg & has_high].tolist()]
     upper = [big + reach, (1 << 31) - 1, *(high // a)[pos & has_high].tolist(), *(low // a)[neg & has_low].tolist()]
     lo_m, hi_m = max(lower), min(upper)
