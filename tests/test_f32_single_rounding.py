@@ -156,3 +156,22 @@ def test_c_window_form(monkeypatch):
     exact_window = single.window
     monkeypatch.setattr(single, "window", lambda m, k, bound: exact_window(m, k, bound) >> 1)
     assert not c_vs_reference(sched, inputs=[[data]]).bit_exact
+
+
+def test_c_single_form_every_int16():
+    """A RESCALE_F32 the planner cannot replace (u8 output) but proves a single rounding for, two of its channels
+    with adjusted multipliers (the exact ones are wrong on some int16 input): qc_scale32_single in C == the float32
+    definition on every int16 input of every channel."""
+    scales = [0.0123, 2.0 ** -7 * (1 + 2.0 ** -23), 0.007076498586684465, 0.025012141093611717]
+    data = np.repeat(np.arange(-32768, 32768, dtype=np.int16)[:, None], len(scales), axis=1)
+    sched = step_schedule("RESCALE_F32", [Var(data.shape, "i16")], [(data.shape, "u8")], scale=scales,
+                          output_zp=128)
+    _, form, args = primitives.get("RESCALE_F32").form(sched.io(sched.steps[0]))
+    assert form == "single"
+    a = data[:, 0].astype(np.int64)
+    for scale, multiplier, shift in zip(scales[2:], args["multiplier"][2:], args["shift"][2:], strict=True):
+        exact = single.normalized(*_mk(scale))
+        assert (int(multiplier), int(shift)) != exact and int(shift) == exact[1]
+        wrong = np.clip(single.single_round(a, *exact), -128, 127) != np.clip(requantize_f32(a, F32(scale)), -128, 127)
+        assert wrong.any()
+    assert_bit_exact(sched, inputs=[[data]])
