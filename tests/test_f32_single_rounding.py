@@ -18,6 +18,32 @@ WIDE = (-(1 << 31), (1 << 31) - 1)
 CHUNK = 1 << 22
 
 
+def in_window(a: np.ndarray, m: int, k: int, w: int) -> np.ndarray:
+    """|a * m - h * 2^k| <= w for x's nearest half-integer h: with t = a * m + 2^(k-1) + w, the low k bits of t
+    are at most 2 w. (The form of the C test: one add of a constant, a mask and a compare.)"""
+    t = np.asarray(a, np.int64) * np.int64(m) + np.int64((1 << (k - 1)) + w)
+    return (t & np.int64((1 << k) - 1)) <= 2 * w
+
+
+def fast_requantize(a: np.ndarray, m: int, k: int, w: int) -> np.ndarray:
+    """round_half_even(f32(f32(a) * s)) as single rounding outside the window, the exact float32 evaluation
+    inside it (|a| <= the bound that `w` was computed for)."""
+    a = np.asarray(a, np.int64)
+    scale = np.float32(m * 2.0 ** -k)
+    inside = in_window(a, m, k, w)
+    out = single.single_round(a, m, k)
+    out[inside] = requantize_f32(a[inside], scale).astype(np.int64)
+    return out
+
+
+def exceptions(m: int, k: int, acc: tuple[int, int], out: tuple[int, int], w: int | None = None) -> np.ndarray:
+    """The accumulators a in [acc[0], acc[1]] where clamp(single(a), out) != clamp(reference(a), out), sorted (w:
+    the window searched, default `window`)."""
+    a = single.candidates(m, k, single.window(m, k, max(-acc[0], acc[1])) if w is None else w, acc, out)
+    reference = requantize_f32(a, np.float32(m * 2.0 ** -k))
+    return np.unique(a[np.clip(single.single_round(a, m, k), *out) != np.clip(reference, *out)])
+
+
 def _mk(scale: float) -> tuple[int, int]:
     m, k = mantissa_exponent(F32(scale))
     return int(m[0]), int(k[0])
@@ -43,12 +69,12 @@ def test_every_accumulator_to_2_24():
         for start in range(-bound, bound + 1, CHUNK):
             a = np.arange(start, min(start + CHUNK, bound + 1), dtype=np.int64)
             ref = requantize_f32(a, F32(scale)).astype(np.int64)
-            assert np.array_equal(single.fast_requantize(a, m, k, w), ref), scale
-            halved_wrong += np.count_nonzero(single.fast_requantize(a, m, k, w >> 1) != ref)
+            assert np.array_equal(fast_requantize(a, m, k, w), ref), scale
+            halved_wrong += np.count_nonzero(fast_requantize(a, m, k, w >> 1) != ref)
             differs.append(a[single.single_round(a, m, k) != ref])
         truth = np.concatenate(differs)
-        assert np.array_equal(single.exceptions(m, k, (-bound, bound), WIDE), truth), scale
-        halved_missed += truth.size - single.exceptions(m, k, (-bound, bound), WIDE, w >> 1).size
+        assert np.array_equal(exceptions(m, k, (-bound, bound), WIDE), truth), scale
+        halved_missed += truth.size - exceptions(m, k, (-bound, bound), WIDE, w >> 1).size
     assert halved_wrong > 0 and halved_missed > 0
 
 
@@ -62,16 +88,16 @@ def test_beyond_2_24():
     for scale in _scales():
         m, k = _mk(scale)
         ref = requantize_f32(a, F32(scale)).astype(np.int64)
-        assert np.array_equal(single.fast_requantize(a, m, k, single.window(m, k, 1 << 31)), ref), scale
+        assert np.array_equal(fast_requantize(a, m, k, single.window(m, k, 1 << 31)), ref), scale
         if scale > 1 / 64:
             continue
         for lo in ((1 << 27) - (1 << 19), -(1 << 30)):
             acc = (lo, lo + (1 << 20) - 1)
             span = np.arange(acc[0], acc[1] + 1, dtype=np.int64)
             truth = span[single.single_round(span, m, k) != requantize_f32(span, F32(scale))]
-            assert np.array_equal(single.exceptions(m, k, acc, WIDE), truth), (scale, lo)
+            assert np.array_equal(exceptions(m, k, acc, WIDE), truth), (scale, lo)
             w = single.window(m, k, max(abs(acc[0]), abs(acc[1])))
-            halved_missed += truth.size - single.exceptions(m, k, acc, WIDE, w >> 1).size
+            halved_missed += truth.size - exceptions(m, k, acc, WIDE, w >> 1).size
     assert halved_missed > 0
 
 
@@ -141,7 +167,7 @@ def _window_case(rows: int = 4096) -> tuple[list[float], np.ndarray]:
     for scale in scales:
         m, k = _mk(scale)
         a = rng.integers(-(1 << 31), 1 << 31, 1 << 20)
-        inside = single.in_window(a, m, k, single.window(m, k, 1 << 31))
+        inside = in_window(a, m, k, single.window(m, k, 1 << 31))
         columns.append(np.resize(np.concatenate([a[inside][: rows // 2], a[~inside][: rows // 2]]), rows))
     return scales, np.stack(columns, axis=1).astype(np.int32)
 

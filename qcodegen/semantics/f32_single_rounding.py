@@ -24,8 +24,9 @@ At plan time `exceptions` lists the candidates (over the accumulator range range
 half-integers strictly inside the output clamp: beyond it both results clamp alike) and evaluates both formulas
 on them with numpy's float32 (the reference's own arithmetic). No exception: the requantization is exactly a
 single-rounding RESCALE on that range, the multiplier normalised to [2^30, 2^31) (`normalized`).
-`fast_requantize` is the run-time form with the window test (single rounding outside the window, the exact
-float32 emulation inside): its tests sweep every accumulator in [-2^24, 2^24].
+The run-time form with the window test (qc_scale_f32_fast: single rounding outside the window, the exact float32
+emulation inside) has its numpy model in tests/test_f32_single_rounding.py, swept over every accumulator in
+[-2^24, 2^24].
 """
 
 from __future__ import annotations
@@ -77,24 +78,6 @@ def single_round(a: np.ndarray, m: int | np.ndarray, k: int | np.ndarray) -> np.
     return (a * m + np.left_shift(np.int64(1), k - 1)) >> k
 
 
-def in_window(a: np.ndarray, m: int, k: int, w: int) -> np.ndarray:
-    """|a * m - h * 2^k| <= w for x's nearest half-integer h: with t = a * m + 2^(k-1) + w, the low k bits of t
-    are at most 2 w. (The form of the C test: one add of a constant, a mask and a compare.)"""
-    t = np.asarray(a, np.int64) * np.int64(m) + np.int64((1 << (k - 1)) + w)
-    return (t & np.int64((1 << k) - 1)) <= 2 * w
-
-
-def fast_requantize(a: np.ndarray, m: int, k: int, w: int) -> np.ndarray:
-    """round_half_even(f32(f32(a) * s)) as single rounding outside the window, the exact float32 evaluation
-    inside it (|a| <= the bound that `w` was computed for)."""
-    a = np.asarray(a, np.int64)
-    scale = np.float32(m * 2.0 ** -k)
-    inside = in_window(a, m, k, w)
-    out = single_round(a, m, k)
-    out[inside] = requantize_f32(a[inside], scale).astype(np.int64)
-    return out
-
-
 def candidates(m: int, k: int, w: int, acc: tuple[int, int], out: tuple[int, int]) -> np.ndarray:
     """The accumulators a in [acc[0], acc[1]] within w (units of 2^-k) of a half-integer strictly inside the
     clamp `out` (the clamp before the zero point): every a whose two roundings may differ, for w >= `window`."""
@@ -111,14 +94,6 @@ def candidates(m: int, k: int, w: int, acc: tuple[int, int], out: tuple[int, int
     counts = np.maximum(last - first + 1, 0)
     offsets = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
     return np.repeat(first, counts) + offsets
-
-
-def exceptions(m: int, k: int, acc: tuple[int, int], out: tuple[int, int], w: int | None = None) -> np.ndarray:
-    """The accumulators a in [acc[0], acc[1]] where clamp(single(a), out) != clamp(reference(a), out), sorted (w:
-    the window searched, default `window`)."""
-    a = candidates(m, k, window(m, k, max(-acc[0], acc[1])) if w is None else w, acc, out)
-    reference = requantize_f32(a, np.float32(m * 2.0 ** -k))
-    return np.unique(a[np.clip(single_round(a, m, k), *out) != np.clip(reference, *out)])
 
 
 @dataclass(frozen=True)
