@@ -8,12 +8,10 @@ from __future__ import annotations
 from .. import primitives
 from ..ir.rescale import RescaleParams
 from ..ir.schedule import Schedule, Step, StepIO
-from ..primitives.rescale_f32 import mantissa_exponent
-from ..semantics import f32_single_rounding as single
 from .passes import schedule_pass
 from .ranges import analyse_ranges
 
-_OUT_TYPES = ("i8", "i16")  # RESCALE takes no unsigned output of an i32 input; i32 outputs are not enumerated
+_OUT_TYPES = ("i8", "i16")  # RESCALE takes no unsigned output of an i32 input
 
 
 def as_rescale(io: StepIO) -> tuple[RescaleParams, int, int] | None:
@@ -21,28 +19,17 @@ def as_rescale(io: StepIO) -> tuple[RescaleParams, int, int] | None:
     a multiplier adjustment corrected; None when no single-rounding multiplier fits some channel (or the form does
     not apply)."""
     prim = primitives.get("RESCALE_F32")
-    x, y = io.ins[0], io.outs[0]
     zp = int(io.attrs.get("output_zp", 0))
-    if x.value_range is None or y.dtype.name not in _OUT_TYPES or (y.dtype.name == "i16" and zp != 0):
+    if io.outs[0].dtype.name not in _OUT_TYPES or (io.outs[0].dtype.name == "i16" and zp != 0):
+        return None
+    found = prim.single_roundings(io)
+    if found is None:
         return None
     lo, hi = prim.bounds(io)
-    multipliers, shifts, checked, corrected = [], [], 0, 0
-    mantissas, exponents = mantissa_exponent(prim.scales(io))
-    for m, k in zip(mantissas.tolist(), exponents.tolist(), strict=True):
-        if m == 0:  # scale 0: every result is 0
-            multipliers.append(0)
-            shifts.append(32)
-            continue
-        found = single.single_rounding(m, k, x.value_range, (lo - zp, hi - zp))
-        if found is None or found.shift < 32:  # below 32, TOSA's REQUIRE bounds the accumulator
-            return None
-        multipliers.append(found.multiplier)
-        shifts.append(found.shift)
-        checked += found.candidates
-        corrected += found.corrected
-    params = RescaleParams(multiplier=multipliers, shift=shifts, input_zp=0, output_zp=zp, rounding="single_round",
-                           per_channel=prim.per_channel(io), axis=prim.axis(io), out_min=lo, out_max=hi)
-    return params, checked, corrected
+    params = RescaleParams(multiplier=[f.multiplier for f in found], shift=[f.shift for f in found], input_zp=0,
+                           output_zp=zp, rounding="single_round", per_channel=prim.per_channel(io),
+                           axis=prim.axis(io), out_min=lo, out_max=hi)
+    return params, sum(f.candidates for f in found), sum(f.corrected for f in found)
 
 
 @schedule_pass

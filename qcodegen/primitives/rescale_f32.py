@@ -122,28 +122,37 @@ class RescaleF32(F32Requantization):
         lo, hi = self.bounds(io)
         return np.clip(requantize_f32(x, constants[0]), lo - zp, hi - zp).astype(np.int64) + zp
 
+    def single_roundings(self, io: StepIO) -> list[single.SingleRounding] | None:
+        """Per channel, the single rounding equal to this step over its input's value range (docs/semantics.md
+        §14.5, shifts of at least 32, where TOSA's REQUIRE bounds no accumulator), or None when some channel has
+        none (or the output clamp spans 2^16 values or more: the enumeration runs over its half-integers)."""
+        lo, hi = self.bounds(io)
+        if hi - lo >= 1 << 16:
+            return None
+        x = io.ins[0]
+        acc = x.value_range or (x.dtype.min, x.dtype.max)
+        zp = int(io.attrs.get("output_zp", 0))
+        zero = single.SingleRounding(0, 32, 0, 0)  # scale 0: every result is 0
+        m, k = mantissa_exponent(self.scales(io))
+        found = [single.single_rounding(mm, kk, acc, (lo - zp, hi - zp)) if mm else zero
+                 for mm, kk in zip(m.tolist(), k.tolist(), strict=True)]
+        return found if all(f is not None and f.shift >= 32 for f in found) else None
+
     def form(self, io: StepIO) -> tuple[str, str, dict[str, np.ndarray]]:
         """How the C computes it over the input's value range (docs/semantics.md §14.5), the C function and its
         per-channel arguments after the value: qc_scale32_single (multiplier, shift) when single rounding is
         proved for every channel; else qc_scale_f32_fast (mantissa, exponent, window: single rounding outside
         the window, the exact emulation inside) when every scale takes it; else qc_scale_f32 (mantissa,
         exponent)."""
+        found = self.single_roundings(io)
+        if found is not None:
+            return "qc_scale32_single", "single", {"multiplier": np.array([f.multiplier for f in found], np.int32),
+                                                   "shift": np.array([f.shift for f in found], np.int8)}
         m, k = mantissa_exponent(self.scales(io))
         x = io.ins[0]
-        acc = x.value_range or (x.dtype.min, x.dtype.max)
-        zp = int(io.attrs.get("output_zp", 0))
-        lo, hi = self.bounds(io)
-        if hi - lo < 1 << 16:  # the enumeration's half-integers: those inside the clamp
-            zero = single.SingleRounding(0, 32, 0, 0)  # scale 0: every result is 0
-            found = [single.single_rounding(mm, kk, acc, (lo - zp, hi - zp)) if mm else zero
-                     for mm, kk in zip(m.tolist(), k.tolist(), strict=True)]
-            if all(f is not None and f.shift >= 32 for f in found):
-                return "qc_scale32_single", "single", {
-                    "multiplier": np.array([f.multiplier for f in found], np.int32),
-                    "shift": np.array([f.shift for f in found], np.int8)}
         if all(mm == 0 or single.eligible(mm, kk) for mm, kk in zip(m.tolist(), k.tolist(), strict=True)):
             k = np.where(m == 0, 32, k)
-            bound = max(-acc[0], acc[1])
+            bound = max(-x.value_range[0], x.value_range[1]) if x.value_range else max(-x.dtype.min, x.dtype.max)
             w = [single.window(mm, kk, bound) for mm, kk in zip(m.tolist(), k.tolist(), strict=True)]
             return "qc_scale_f32_fast", "window", {"mantissa": m.astype(np.int32), "exponent": k.astype(np.int16),
                                                    "window": np.array(w, np.int64)}
