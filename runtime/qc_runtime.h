@@ -232,6 +232,18 @@ QC_INLINE int64_t qc_scale_f32(int32_t v, int32_t m, int k) {
   return v < 0 ? -(int64_t)p : (int64_t)p;
 }
 
+/* qc_scale_f32(v, m, k) for 2 <= k <= 60, 0 < m < 2^24 and |v| within the bound the window w was computed for
+ * (docs/semantics.md §14.5): the float32 result differs from the exact product v * m * 2^-k by at most w * 2^-k, so
+ * where v * m lies further than w from every half-integer * 2^k, both round to the same integer, which single
+ * rounding floor((v * m + 2^(k-1)) / 2^k) gives. With t = v * m + 2^(k-1) + w, the low k bits of t are the
+ * distance (shifted by w) past the last half-integer: at most 2 w means within w of one, and the exact emulation
+ * decides; otherwise they exceed w, so floor(t / 2^k) == floor((t - w) / 2^k), the single rounding. */
+QC_INLINE int64_t qc_scale_f32_fast(int32_t v, int32_t m, int k, int64_t w) {
+  const int64_t t = (int64_t)v * m + ((int64_t)1 << (k - 1)) + w;
+  if (((uint64_t)t & ((((uint64_t)1) << k) - 1u)) <= (uint64_t)w * 2u) return qc_scale_f32(v, m, k);
+  return qc_asr64(t, k);
+}
+
 /* A non-negative float32 value m * 2^e held exactly, m in [2^23, 2^24) (or 0 for zero): SOFTMAX_F32 emulates
  * onnxruntime's float32 softmax with these, each operation rounded as binary32 rounds it (round to nearest even;
  * subnormal results, which only ever become 0 after the final rounding, are kept with 24 bits instead). */

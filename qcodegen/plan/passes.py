@@ -20,9 +20,11 @@ def run_passes(schedule: Schedule) -> None:
         p(schedule)
 
 
-# registration order is run order: constant layouts, the rewrites, the folding, patch-based execution, fusion
+# registration order is run order: constant layouts, the rewrites, the folding, float32 requantizations as
+# single-rounding RESCALEs, patch-based execution, fusion
 from . import constants  # noqa: E402,F401,I001
 from . import rewrite  # noqa: E402,F401,I001
 from . import fold  # noqa: E402,F401,I001
+from . import single_round  # noqa: E402,F401,I001
 from . import patches  # noqa: E402,F401,I001
 from . import fuse  # noqa: E402,F401,I001

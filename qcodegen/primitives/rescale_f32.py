@@ -22,29 +22,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.schedule import StepIO
+from ..semantics import f32_single_rounding as single
+from ..semantics.f32_single_rounding import mantissa_exponent, requantize_f32
 from .base import Primitive, Ranges, register, require
 from .reduce import axis_split
 
 _IN_TYPES = ("i8", "i16", "i32")
 _OUT_TYPES = ("i8", "u8", "i16", "u16", "i32")
-MAX_MANTISSA = 1 << 24
-
-
-def mantissa_exponent(scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Non-negative finite float32 values as exact pairs (m, k), value = m * 2^-k with 0 <= m < 2^24 (m = 0, k = 0
-    for zero; subnormals have m < 2^23)."""
-    s = np.asarray(scale, np.float32).reshape(-1)
-    frac, exp = np.frexp(s.astype(np.float64))  # s = frac * 2^exp, frac in [0.5, 1) (exact for float32 values)
-    m = np.round(frac * MAX_MANTISSA).astype(np.int64)  # an integer for every float32 (24 significant bits)
-    k = np.where(m == 0, 0, 24 - exp.astype(np.int64))
-    return m, k
-
-
-def requantize_f32(x: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """round_half_even(f32(f32(x) * scale)) as float64 (exact integers, or +-inf when the product overflows)."""
-    with np.errstate(over="ignore"):
-        product = np.asarray(x, np.int64).astype(np.float32) * np.asarray(scale, np.float32)
-    return np.rint(product).astype(np.float64)
+_CTYPES = {"int8": "int", "int16": "int", "int32": "int32_t", "int64": "int64_t"}
 
 
 class F32Requantization(Primitive):
@@ -137,16 +122,50 @@ class RescaleF32(F32Requantization):
         lo, hi = self.bounds(io)
         return np.clip(requantize_f32(x, constants[0]), lo - zp, hi - zp).astype(np.int64) + zp
 
-    def constants(self, io: StepIO) -> dict[str, np.ndarray]:
-        if not self.per_channel(io):
-            return {}
+    def single_roundings(self, io: StepIO) -> list[single.SingleRounding] | None:
+        """Per channel, the single rounding equal to this step over its input's value range (docs/semantics.md
+        §14.5, shifts of at least 32, where TOSA's REQUIRE bounds no accumulator), or None when some channel has
+        none (or the output clamp spans 2^16 values or more: the enumeration runs over its half-integers)."""
+        lo, hi = self.bounds(io)
+        if hi - lo >= 1 << 16:
+            return None
+        x = io.ins[0]
+        acc = x.value_range or (x.dtype.min, x.dtype.max)
+        zp = int(io.attrs.get("output_zp", 0))
+        zero = single.SingleRounding(0, 32, 0, 0)  # scale 0: every result is 0
         m, k = mantissa_exponent(self.scales(io))
-        return {"mantissa": m.astype(np.int32), "exponent": k.astype(np.int16)}
+        found = [single.single_rounding(mm, kk, acc, (lo - zp, hi - zp)) if mm else zero
+                 for mm, kk in zip(m.tolist(), k.tolist(), strict=True)]
+        return found if all(f is not None and f.shift >= 32 for f in found) else None
+
+    def form(self, io: StepIO) -> tuple[str, str, dict[str, np.ndarray]]:
+        """How the C computes it over the input's value range (docs/semantics.md §14.5), the C function and its
+        per-channel arguments after the value: qc_scale32_single (multiplier, shift) when single rounding is
+        proved for every channel; else qc_scale_f32_fast (mantissa, exponent, window: single rounding outside
+        the window, the exact emulation inside) when every scale takes it; else qc_scale_f32 (mantissa,
+        exponent)."""
+        found = self.single_roundings(io)
+        if found is not None:
+            return "qc_scale32_single", "single", {"multiplier": np.array([f.multiplier for f in found], np.int32),
+                                                   "shift": np.array([f.shift for f in found], np.int8)}
+        m, k = mantissa_exponent(self.scales(io))
+        x = io.ins[0]
+        if all(mm == 0 or single.eligible(mm, kk) for mm, kk in zip(m.tolist(), k.tolist(), strict=True)):
+            k = np.where(m == 0, 32, k)
+            bound = max(-x.value_range[0], x.value_range[1]) if x.value_range else max(-x.dtype.min, x.dtype.max)
+            w = [single.window(mm, kk, bound) for mm, kk in zip(m.tolist(), k.tolist(), strict=True)]
+            return "qc_scale_f32_fast", "window", {"mantissa": m.astype(np.int32), "exponent": k.astype(np.int16),
+                                                   "window": np.array(w, np.int64)}
+        return "qc_scale_f32", "exact", {"mantissa": m.astype(np.int32), "exponent": k.astype(np.int16)}
+
+    def constants(self, io: StepIO) -> dict[str, np.ndarray]:
+        return self.form(io)[2] if self.per_channel(io) else {}
 
     def template_context(self, io: StepIO) -> dict:
-        m, k = mantissa_exponent(self.scales(io))
+        fn, name, args = self.form(io)
         lo, hi = self.bounds(io)
         per_channel = self.per_channel(io)
         geometry = axis_split(io.ins[0].shape, self.axis(io)) if per_channel else {}
-        return dict(geometry, per_channel=per_channel, size=io.ins[0].size, mantissa=int(m[0]), exponent=int(k[0]),
+        return dict(geometry, per_channel=per_channel, size=io.ins[0].size, fn=fn, form=name,
+                    args=[dict(name=key, ctype=_CTYPES[v.dtype.name], value=int(v[0])) for key, v in args.items()],
                     output_zp=int(io.attrs.get("output_zp", 0)), lo=lo, hi=hi)
