@@ -51,13 +51,30 @@ def onnxruntime_oracle(raw: bytes) -> Oracle:
     return run
 
 
+def _older_opset_kernels(raw: bytes) -> list[type]:
+    """Kernels for op versions the reference evaluator lacks. onnx 1.21's evaluator implements DequantizeLinear
+    from version 19 only, so a model of default opset 10..18 (DequantizeLinear-10 / -13) does not load. Version
+    19 only adds float8 inputs and float16 / bfloat16 scales; for the types those opsets allow (8-bit and int32
+    data, float32 scales; axis 1 by default, as in 13) it computes the same, so it stands in for them."""
+    import onnx
+    import onnx.defs
+    from onnx.reference.ops.op_dequantize_linear import DequantizeLinear_19
+
+    opsets = {o.domain: o.version for o in onnx.load_model_from_string(raw).opset_import}
+    if opsets.get("", opsets.get("ai.onnx", 19)) >= 19:
+        return []
+    kernel = type("DequantizeLinear", (DequantizeLinear_19,),
+                  {"op_domain": "", "op_schema": onnx.defs.get_schema("DequantizeLinear", 19)})
+    return [kernel]
+
+
 def reference_oracle(raw: bytes) -> Oracle:
     try:
         from onnx.reference import ReferenceEvaluator
     except ImportError:
         raise QcError("--against onnx-ref needs onnx: pip install 'qcodegen[onnx]'") from None
     try:
-        evaluator = ReferenceEvaluator(raw)
+        evaluator = ReferenceEvaluator(raw, new_ops=_older_opset_kernels(raw))
     except Exception as exc:  # e.g. com.microsoft operators, which the reference does not implement
         raise QcError(f"the ONNX reference evaluator cannot load the model: {str(exc).strip()[:300]}") from None
     names = _input_names(raw)
