@@ -21,7 +21,7 @@ from .onnx_geometry import window_2d
 from .onnx_import import Importer, importer
 from .onnx_model import Node
 from .onnx_ops_nn import matmul_shape
-from .onnx_ops_quant import broadcast
+from .onnx_ops_quant import broadcast, scalar_operand
 
 
 def _float(imp: Importer, i: int, what: str) -> Tensor:
@@ -101,7 +101,7 @@ def binary(imp: Importer, node: Node) -> None:
     imp.counts((2, 2))
     a, b = _float(imp, 0, "A"), _float(imp, 1, "B")
     imp.new_tensor(imp.name_out(), broadcast(imp, a, b), "f32")
-    imp.emit(node.op_type, [a.name, b.name], [imp.name_out()])
+    imp.emit(node.op_type, [a.name, b.name], [imp.name_out()], scalar=scalar_operand(a.shape, b.shape))
 
 
 @importer("Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Clip", "Softmax")

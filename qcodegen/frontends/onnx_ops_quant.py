@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import shorten
 from ..ir.graph import Tensor
+from ..semantics.onnxruntime import scalar_operand
 from .onnx_import import Importer, importer, ms, storage_dtype
 from .onnx_model import ELEM_TYPES, Node
 
@@ -88,7 +89,7 @@ def qlinear_binary(imp: Importer, node: Node) -> None:
         raise imp.error(f"A is {a.dtype}, B {b.dtype}")
     qc = imp.qlinear_params(6, 7, a.dtype.name, "C")
     y = imp.new_tensor(imp.name_out(), broadcast(imp, a, b), a.dtype.name, qc)
-    imp.emit(node.op_type, [a.name, b.name], [y.name])
+    imp.emit(node.op_type, [a.name, b.name], [y.name], scalar=scalar_operand(a.shape, b.shape))
 
 
 @ms("QLinearSigmoid", "QLinearLeakyRelu")

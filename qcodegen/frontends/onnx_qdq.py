@@ -3,7 +3,8 @@
 execution provider fuses the same node groups into, so that both formats lower through the same rules.
 
 The table: QuantizeLinear / DequantizeLinear quantize and dequantize; Reshape (also Flatten, Squeeze,
-Unsqueeze, Identity), Transpose, Concat, Slice, Pad (its fill value quantized) and MaxPool move data (MaxPool
+Unsqueeze, Identity), Transpose, Concat, Slice (also Split), Gather (also Resize nearest), Pad (its fill value
+quantized) and MaxPool move data (MaxPool
 commutes with the monotone dequantization); Conv, MatMul and Gemm contract (their bias is an Add after the
 product: onnx_ops_float), a dequantized int32 bias at the accumulator's float32 scale taken as its stored integers,
 as onnxruntime's fused kernels add them; Add, Mul, Sub, Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, Softmax,
@@ -94,7 +95,7 @@ ONNX = QdqFormat(
     dequantize_kind="onnx.DequantizeLinear",
     retype_kind="onnx.Retype",  # never created: ONNX has no scalings in its table
     movement={"onnx.Reshape": (), "onnx.Transpose": (), "onnx.Concat": (), "onnx.Slice": (), "onnx.MaxPool": (),
-              "onnx.Pad": (1,)},
+              "onnx.Pad": (1,), "onnx.Gather": ()},
     contractions=frozenset(_CONTRACTIONS),
     reductions=frozenset(),
     elementwise=frozenset({"onnx.Add", "onnx.Mul", "onnx.Sub", "onnx.Sigmoid", "onnx.Tanh", "onnx.LeakyRelu",

@@ -45,10 +45,14 @@ def lower_unary(lw: Lowerer, op: Op) -> None:
 @rule("onnx.QLinearAdd", "onnx.QLinearMul", "onnx.Sub")
 def lower_binary(lw: Lowerer, op: Op) -> None:
     a, b, y = lw.tensor_in(0), lw.tensor_in(1), lw.tensor_out(0)
-    scalar = "a" if a.size == 1 and b.size > 1 else "b" if b.size == 1 and a.size > 1 else ""
-    if a.shape != b.shape and not scalar:
-        raise UnsupportedError(f"{lw.label}: broadcasting {list(a.shape)} with {list(b.shape)} (supported: equal "
-                               "shapes, or one operand with a single element)")
+    scalar = str(lw.attr("scalar", ""))  # onnxruntime's kernel form, from the ONNX-layout shapes (import)
+    try:
+        broadcast_ok = np.broadcast_shapes(a.shape, b.shape) == tuple(y.shape)
+    except ValueError:
+        broadcast_ok = False
+    if not broadcast_ok:
+        raise UnsupportedError(f"{lw.label}: {list(a.shape)} and {list(b.shape)} do not broadcast to the result's "
+                               f"{list(y.shape)}")
     quants = [t.quant for t in (a, b, y)]
     unsigned = bool(lw.attr("unsigned", False))
     if unsigned:  # onnxruntime's arithmetic on the uint8 values (the storage here is int8, q - 128)
