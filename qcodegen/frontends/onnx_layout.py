@@ -20,8 +20,8 @@ from ..ir.quant import QuantType
 LOGICAL, NHWC = "logical", "nhwc"
 TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
 PHYSICAL_AXIS = (0, 3, 1, 2)  # NCHW axis -> NHWC axis
-_SPATIAL = {"onnx.QLinearConv", "onnx.ConvInteger", "onnx.MaxPool", "onnx.QLinearAveragePool",
-            "onnx.QLinearGlobalAveragePool"}
+_SPATIAL = {"onnx.QLinearConv", "onnx.QLinearConvTranspose", "onnx.ConvInteger", "onnx.MaxPool",
+            "onnx.QLinearAveragePool", "onnx.QLinearGlobalAveragePool"}
 _FOLLOW = {"onnx.QuantizeLinear", "onnx.DequantizeLinear", "onnx.QLinearSigmoid", "onnx.QLinearLeakyRelu",
            "onnx.Requantize", "onnx.Tanh", "onnx.HardSigmoid", "onnx.HardSwish"}
 _BINARY = {"onnx.QLinearAdd", "onnx.QLinearMul", "onnx.Sub"}

@@ -12,7 +12,8 @@ the average pools, Relu, Clip and Concat (of differently quantized inputs, which
 element-wise on the quantized operands; Relu and Clip commute with quantization (monotone, constant bounds).
 
 After the folding (onnxruntime's fusions, measured in docs/onnx.md):
-  Conv [+ bias add + requantization] -> QLinearConv; MatMul -> QLinearMatMul; Gemm [+ bias ...] -> QGemm;
+  Conv [+ bias add + requantization] -> QLinearConv; ConvTranspose [+ ...] -> onnx.QLinearConvTranspose (no
+  operator-format op: onnxruntime runs it in float); MatMul -> QLinearMatMul; Gemm [+ bias ...] -> QGemm;
   Add / Mul -> QLinearAdd / QLinearMul; Concat of differently quantized inputs -> QLinearConcat; Sigmoid,
   LeakyRelu, Softmax, GlobalAveragePool, AveragePool -> their QLinear operators; Sub, Tanh, HardSigmoid and
   HardSwish stay, on quantized data (onnxruntime's float path, tabulated); Relu, Clip and the remaining
@@ -31,22 +32,25 @@ from ..semantics import onnxruntime as ort
 from .qdq import QdqFormat, fold_qdq, prune_dead_ops
 
 REQUANTIZE = "onnx.Requantize"
-_RENAMES = {"onnx.Conv": "onnx.QLinearConv", "onnx.MatMul": "onnx.QLinearMatMul", "onnx.Gemm": "onnx.QGemm",
+_RENAMES = {"onnx.Conv": "onnx.QLinearConv", "onnx.ConvTranspose": "onnx.QLinearConvTranspose",
+            "onnx.MatMul": "onnx.QLinearMatMul", "onnx.Gemm": "onnx.QGemm",
             "onnx.Add": "onnx.QLinearAdd", "onnx.Mul": "onnx.QLinearMul", "onnx.Sigmoid": "onnx.QLinearSigmoid",
             "onnx.LeakyRelu": "onnx.QLinearLeakyRelu", "onnx.Softmax": "onnx.QLinearSoftmax",
             "onnx.GlobalAveragePool": "onnx.QLinearGlobalAveragePool",
             "onnx.AveragePool": "onnx.QLinearAveragePool"}
-_CONTRACTIONS = ("onnx.Conv", "onnx.MatMul", "onnx.Gemm")
+_CONTRACTIONS = ("onnx.Conv", "onnx.ConvTranspose", "onnx.MatMul", "onnx.Gemm")
 # no QLinear kernels: quantized, these mean onnxruntime's float path (tabulated)
 _FLOAT_PATH = ("onnx.Sub", "onnx.Tanh", "onnx.HardSigmoid", "onnx.HardSwish")
 _FLOAT_OPS = {*_RENAMES, *_FLOAT_PATH, "onnx.Relu", "onnx.Clip"}  # onnx_ops_float's kinds
 
 
 def _output_channel_axis(graph: Graph, op: Op, weight_axis: int | None) -> int | None:
-    """Conv: channel axis 1 of NCHW (weights per tensor or along their output axis 0); Gemm: the columns (B's
-    axis 1, or 0 when transposed); MatMul: the columns of a 2-D B."""
+    """Conv: channel axis 1 of NCHW (weights per tensor or along their output axis 0; ConvTranspose's: axis 1);
+    Gemm: the columns (B's axis 1, or 0 when transposed); MatMul: the columns of a 2-D B."""
     if op.kind == "onnx.Conv":
         return 1 if weight_axis in (None, 0) else None
+    if op.kind == "onnx.ConvTranspose":  # weights [C, M, kH, kW]: output channels along axis 1
+        return 1 if weight_axis in (None, 1) else None
     rank = len(graph.tensors[op.outputs[0]].shape)
     if op.kind == "onnx.Gemm":
         return 1 if weight_axis in (None, 0 if op.attrs.get("trans_b") else 1) else None
