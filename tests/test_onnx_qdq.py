@@ -28,8 +28,8 @@ from qcodegen.verify.onnx_oracle import compare_with_oracle, onnxruntime_oracle 
 sys.path.insert(0, str(Path(__file__).parent))
 from onnx_cases import Models  # noqa: E402
 
-_FUSED = {"Conv", "MatMul", "Gemm", "Add", "Mul", "Sigmoid", "LeakyRelu", "Softmax", "AveragePool",
-          "GlobalAveragePool", "Relu", "Clip"}  # folded into another kind
+_FUSED = {"Conv", "ConvTranspose", "MatMul", "Gemm", "Add", "Mul", "Sigmoid", "LeakyRelu", "Softmax",
+          "AveragePool", "GlobalAveragePool", "Relu", "Clip"}  # folded into another kind
 
 
 def _qdq(m: Models, x: str, scale: float, zp: int, dt: str) -> str:
@@ -100,7 +100,42 @@ def _cases(dt: str) -> bytes:
     _out(m, m.node("Relu", [a]), 0.02, _zp(dt, -20), dt)  # onnxruntime runs Relu / Clip in float
     _out(m, m.node("Clip", [a, m.const(np.float32(-0.1), "f32"), m.const(np.float32(0.3), "f32")]), 0.003,
          _zp(dt, 0), dt)
+    _selection_and_transposed_cases(m, x, a, dt)
     return m.model()
+
+
+def _selection_and_transposed_cases(m: Models, x: str, a: str, dt: str) -> None:
+    """ConvTranspose (onnxruntime runs it in float), MatMul + bias Add as quantize_static writes a Linear layer
+    (onnxruntime: QLinearMatMul + QLinearAdd of a [N] bias row), ReduceMean over H, W, and the selections that
+    onnxruntime runs on the quantized data: Split, Gather, Resize nearest."""
+    t_scales = m.rng.uniform(0.004, 0.02, 3).astype(np.float32)
+    t_w = _dq_const(m, m.rng.integers(-127, 128, (4, 3, 3, 2)), "i8", list(t_scales), [0] * 3, axis=1)
+    t_b = _dq_const(m, m.rng.integers(-3000, 3000, 3), "i32", list(np.float32(0.04) * t_scales), [0] * 3, axis=0)
+    t_x = _qdq(m, m.input((1, 4, 7, 6), "f32"), 0.04, _zp(dt, 3), dt)
+    _out(m, m.node("ConvTranspose", [t_x, t_w, t_b], strides=[2, 3], pads=[1, 0, 2, 1], output_padding=[1, 2]),
+         0.06, _zp(dt, -4), dt)
+    t_w1 = _dq_const(m, m.rng.integers(-127, 128, (4, 2, 2, 2)), "i8", 0.01, 0)
+    _out(m, m.node("ConvTranspose", [x, t_w1], strides=[2, 2]), 0.05, _zp(dt, 2), dt)
+    rows = _qdq(m, m.node("MatMul", [_qdq(m, m.input((3, 8), "f32"), 0.05, _zp(dt, -4), dt),
+                                     _dq_const(m, m.rng.integers(-127, 128, (8, 5)), "i8", 0.01, 0)]), 0.1,
+                _zp(dt, 1), dt)
+    bias_row = _dq_const(m, m.rng.integers(-120, 120, 5) + (0 if dt == "i8" else 128), dt, 0.02, _zp(dt, 0))
+    _out(m, m.node("Add", [rows, bias_row]), 0.12, _zp(dt, -3), dt)
+    _out(m, m.node("ReduceMean", [x], axes=[2, 3], keepdims=1), 0.02, _zp(dt, 2), dt)
+    _out(m, m.node("ReduceMean", [x], axes=[-1, -2], keepdims=0), 0.03, _zp(dt, 0), dt)
+    parts = [m.name("split") for _ in range(3)]
+    m.nodes.append(__import__("onnx").helper.make_node("Split", [x, m.const([1, 2, 1], "i64")], parts, axis=1))
+    for part in parts:
+        _out(m, part, 0.04, _zp(dt, 3), dt)
+    _out(m, m.node("Gather", [x, m.const([3, 0, 2, 0], "i64")], axis=1), 0.05, _zp(dt, 1), dt)
+    _out(m, m.node("Gather", [a, m.const([[1, -1], [0, 2]], "i64")], axis=1), 0.03, _zp(dt, 2), dt)
+    _out(m, m.node("Gather", [x, m.const(4, "i64")], axis=3), 0.04, _zp(dt, 3), dt)
+    _out(m, m.node("Resize", [x, "", m.const([1, 1, 2, 2], "f32")], mode="nearest"), 0.04, _zp(dt, 3), dt)
+    _out(m, m.node("Resize", [x, "", "", m.const([1, 4, 10, 4], "i64")], mode="nearest",
+                   coordinate_transformation_mode="asymmetric", nearest_mode="floor"), 0.05, _zp(dt, 0), dt)
+    _out(m, m.node("Resize", [x, "", m.const([1, 1, 1.5, 0.5], "f32")], mode="nearest",
+                   coordinate_transformation_mode="align_corners", nearest_mode="round_prefer_ceil"), 0.04,
+         _zp(dt, 3), dt)
 
 
 @pytest.mark.parametrize("dt", ["i8", "u8"])
@@ -111,7 +146,8 @@ def test_qdq_cases_bit_exact_with_onnxruntime(dt, tmp_path):
     assert {"onnx.QLinearConv", "onnx.QGemm", "onnx.QLinearMatMul", "onnx.QLinearMul", "onnx.QLinearSigmoid",
             "onnx.MaxPool", "onnx.Pad",
             "onnx.QLinearAveragePool", "onnx.QLinearGlobalAveragePool", "onnx.QLinearSoftmax", "onnx.QLinearAdd",
-            "onnx.QLinearLeakyRelu", "onnx.QLinearConcat", "onnx.Requantize"} <= kinds
+            "onnx.QLinearLeakyRelu", "onnx.QLinearConcat", "onnx.Requantize", "onnx.QLinearConvTranspose",
+            "onnx.Gather", "onnx.Slice"} <= kinds
     assert not {k for k in kinds if k.removeprefix("onnx.") in _FUSED}
     assert all(graph.tensors[op.outputs[0]].quant is not None for op in graph.ops
                if op.kind in ("onnx.Sub", "onnx.Tanh", "onnx.HardSigmoid", "onnx.HardSwish"))

@@ -14,8 +14,10 @@ element-wise on the quantized operands; Relu and Clip commute with quantization 
 After the folding (onnxruntime's fusions, measured in docs/onnx.md):
   Conv [+ bias add + requantization] -> QLinearConv; ConvTranspose [+ ...] -> onnx.QLinearConvTranspose (no
   operator-format op: onnxruntime runs it in float); MatMul -> QLinearMatMul; Gemm [+ bias ...] -> QGemm;
-  Add / Mul -> QLinearAdd / QLinearMul; Concat of differently quantized inputs -> QLinearConcat; Sigmoid,
-  LeakyRelu, Softmax, GlobalAveragePool, AveragePool -> their QLinear operators; Sub, Tanh, HardSigmoid and
+  Add / Mul -> QLinearAdd / QLinearMul (an int8 Add of a dequantized constant, as quantize_static writes a
+  MatMul's bias, marked float_path: onnxruntime runs it in float, measured); Concat of differently quantized
+  inputs -> QLinearConcat; Sigmoid, LeakyRelu, Softmax, GlobalAveragePool (also ReduceMean over H, W),
+  AveragePool -> their QLinear operators; Sub, Tanh, HardSigmoid and
   HardSwish stay, on quantized data (onnxruntime's float path, tabulated); Relu, Clip and the remaining
   dequantize -> quantize pairs -> onnx.Requantize (8-bit: dequantize in float32, clamp to the bounds,
   MlasQuantizeLinear: a table, exact).
@@ -136,6 +138,9 @@ class _Rewrite:
             elif op.kind == "onnx.Concat" and not all(
                     same_type(self.graph.tensors[n].quant, self.graph.tensors[op.outputs[0]].quant) for n in op.inputs):
                 op.kind = "onnx.QLinearConcat"  # inputs of other quantizations (not moved: folded), requantized
+            elif op.kind == "onnx.Add" and self.graph.tensors[op.outputs[0]].dtype.name == "i8" and any(
+                    self.graph.tensors[n].is_const for n in op.inputs):
+                op.attrs["float_path"] = True  # onnxruntime leaves it unfused (module docstring)
             elif op.kind == "onnx.Pad" and len(op.inputs) > 1:  # the folded fill operand -> the attribute
                 op.attrs["value"] = int(np.asarray(self.graph.tensors[op.inputs[1]].data).reshape(-1)[0])
                 op.inputs = op.inputs[:1]

@@ -4,8 +4,9 @@ arithmetic (qcodegen/semantics/onnxruntime.py), exact by construction.
 
 Sigmoid, LeakyRelu, Tanh: a 256-entry TABLE, as onnxruntime itself builds (its Sigmoid and Tanh use MLAS's
 approximations, ours the correctly rounded functions: docs/onnx.md). Add and Mul: a 65,536-entry LOOKUP of the
-x86-64 kernels' formulas over both stored operands (equal shapes, or one operand with a single element:
-onnxruntime's scalar form); Sub: of the float path (dequantize, subtract, quantize, all float32).
+x86-64 kernels' formulas over both stored operands (numpy broadcasting; the kernel's scalar or vector form as
+onnxruntime's broadcasting loop picks it, decided at import); Sub, and an int8 QDQ Add of a constant (attr
+float_path, which onnxruntime does not fuse): of the float path (dequantize, add / subtract, quantize, float32).
 """
 
 from __future__ import annotations
@@ -57,10 +58,11 @@ def lower_binary(lw: Lowerer, op: Op) -> None:
     unsigned = bool(lw.attr("unsigned", False))
     if unsigned:  # onnxruntime's arithmetic on the uint8 values (the storage here is int8, q - 128)
         quants = [QuantType.per_tensor("u8", q.scale, q.zero_point + 128) for q in quants]
-    if op.kind == "onnx.QLinearAdd":
+    if op.kind == "onnx.Sub" or lw.attr("float_path", False):  # onnxruntime runs a QDQ model's Sub (no
+        # QLinear kernel) and an int8 Add of a constant (not fused) in float between DQ and Q
+        values = float_binary_table(*quants, np.subtract if op.kind == "onnx.Sub" else np.add)
+    elif op.kind == "onnx.QLinearAdd":
         values = add_table(*quants, scalar)
-    elif op.kind == "onnx.Sub":  # a QDQ model's (onnxruntime has no QLinear kernel: it runs the float path)
-        values = float_binary_table(*quants, np.subtract)
     else:
         values = mul_table(*quants)
     values = values - 128 if unsigned else values
