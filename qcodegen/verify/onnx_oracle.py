@@ -21,12 +21,16 @@ Oracle = Callable[[list[np.ndarray]], list[np.ndarray]]
 ORACLES = ("onnxruntime", "onnx-ref")
 
 
-def _input_names(raw: bytes) -> list[str]:
+def _inputs(raw: bytes) -> list[tuple[str, np.dtype]]:
+    """The graph inputs that are not initializers: name and numpy element type (onnx's int4 / uint4 types for
+    4-bit inputs, which the reference evaluator checks and the C's int8 buffers do not carry)."""
     import onnx
+    from onnx.helper import tensor_dtype_to_np_dtype
 
     model = onnx.load_model_from_string(raw)
     initializers = {t.name for t in model.graph.initializer}
-    return [v.name for v in model.graph.input if v.name not in initializers]
+    return [(v.name, tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type)) for v in model.graph.input
+            if v.name not in initializers]
 
 
 def onnxruntime_oracle(raw: bytes) -> Oracle:
@@ -77,11 +81,12 @@ def reference_oracle(raw: bytes) -> Oracle:
         evaluator = ReferenceEvaluator(raw, new_ops=_older_opset_kernels(raw))
     except Exception as exc:  # e.g. com.microsoft operators, which the reference does not implement
         raise QcError(f"the ONNX reference evaluator cannot load the model: {str(exc).strip()[:300]}") from None
-    names = _input_names(raw)
+    declared = _inputs(raw)
 
     def run(inputs: list[np.ndarray]) -> list[np.ndarray]:
+        feeds = {name: np.asarray(x).astype(dt) for (name, dt), x in zip(declared, inputs, strict=True)}
         try:
-            return [np.asarray(v) for v in evaluator.run(None, dict(zip(names, inputs, strict=True)))]
+            return [np.asarray(v) for v in evaluator.run(None, feeds)]
         except Exception as exc:
             raise QcError(f"the ONNX reference evaluator failed: {str(exc).strip()[:300]}") from None
     return run
