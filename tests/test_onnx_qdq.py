@@ -136,6 +136,27 @@ def _selection_and_transposed_cases(m: Models, x: str, a: str, dt: str) -> None:
     _out(m, m.node("Resize", [x, "", m.const([1, 1, 1.5, 0.5], "f32")], mode="nearest",
                    coordinate_transformation_mode="align_corners", nearest_mode="round_prefer_ceil"), 0.04,
          _zp(dt, 3), dt)
+    # 4-bit weights through com.microsoft DequantizeLinear, as quantize_static writes QInt4 / QUInt4 before opset 21
+    # (onnxruntime runs these products in float: scales that are not decimal, whose exact products are rarely ties)
+    w4_scales = list(m.rng.uniform(0.02, 0.08, 6))
+    w4 = m.node("DequantizeLinear", [_int4(m, m.rng.integers(-8, 8, (6, 4, 3, 3)), True),
+                                     *m.qparams(w4_scales, [0] * 6, "i8")[:1], _int4(m, [0] * 6, True)], ms=True,
+                axis=0)
+    _out(m, m.node("Conv", [_qdq(m, m.input((1, 4, 7, 6), "f32"), 0.0371, _zp(dt, 3), dt), w4], pads=[1, 1, 1, 1]),
+         0.2913, _zp(dt, 1), dt)
+    u4 = m.node("DequantizeLinear", [_int4(m, m.rng.integers(0, 16, (8, 5)), False),
+                                     m.const(np.float32(0.0537), "f32"), _int4(m, 7, False)], ms=True)
+    _out(m, m.node("Gemm", [_qdq(m, m.input((3, 8), "f32"), 0.0473, _zp(dt, -4), dt), u4]), 0.1931, _zp(dt, 2),
+         dt)
+
+
+def _int4(m: Models, values, signed: bool) -> str:
+    from onnx import TensorProto, helper
+    name = m.name("c4_")
+    values = np.asarray(values, np.int64)
+    m.inits.append(helper.make_tensor(name, TensorProto.INT4 if signed else TensorProto.UINT4, list(values.shape),
+                                      values.reshape(-1).tolist()))
+    return name
 
 
 @pytest.mark.parametrize("dt", ["i8", "u8"])

@@ -37,6 +37,7 @@ def _q_params(imp: Importer, x_shape: tuple[int, ...], storage: str, scale_i: in
 
 
 @importer("QuantizeLinear")
+@ms("QuantizeLinear")  # quantize_static writes the contrib ops for 4-bit and 16-bit types before opset 21
 def quantize_linear(imp: Importer, node: Node) -> None:
     imp.counts((2, 3))
     x = imp.tensor_in(0)
@@ -55,6 +56,7 @@ def quantize_linear(imp: Importer, node: Node) -> None:
 
 
 @importer("DequantizeLinear")
+@ms("DequantizeLinear")
 def dequantize_linear(imp: Importer, node: Node) -> None:
     imp.counts((2, 3))
     x = imp.tensor_in(0)

@@ -41,6 +41,7 @@ _RENAMES = {"onnx.Conv": "onnx.QLinearConv", "onnx.ConvTranspose": "onnx.QLinear
             "onnx.GlobalAveragePool": "onnx.QLinearGlobalAveragePool",
             "onnx.AveragePool": "onnx.QLinearAveragePool"}
 _CONTRACTIONS = ("onnx.Conv", "onnx.ConvTranspose", "onnx.MatMul", "onnx.Gemm")
+_PRODUCTS = tuple(_RENAMES[k] for k in _CONTRACTIONS)
 # no QLinear kernels: quantized, these mean onnxruntime's float path (tabulated)
 _FLOAT_PATH = ("onnx.Sub", "onnx.Tanh", "onnx.HardSigmoid", "onnx.HardSwish")
 _FLOAT_OPS = {*_RENAMES, *_FLOAT_PATH, "onnx.Relu", "onnx.Clip"}  # onnx_ops_float's kinds
@@ -147,6 +148,7 @@ class _Rewrite:
             if op.kind in _RENAMES:
                 op.kind = _RENAMES[op.kind]
         self.prune()
+        self.widen_4bit_weights()
         for op in self.graph.ops:
             if (op.kind in _FLOAT_OPS and self.graph.tensors[op.outputs[0]].quant is None) or (
                     op.kind == "onnx.Pad" and len(op.inputs) > 1):
@@ -185,6 +187,19 @@ class _Rewrite:
                       else float(np.asarray(t.data).reshape(-1)[0]) for t in bounds]
             lo, hi = values
         op.kind, op.inputs, op.attrs = REQUANTIZE, op.inputs[:1], {"min": lo, "max": hi}
+
+    def widen_4bit_weights(self) -> None:
+        """4-bit constant weights of the products (quantize_static's QInt4 / QUInt4 weight types) stored as int8:
+        the same values and quantization, for the 8-bit kernels."""
+        for op in self.graph.ops:
+            if op.kind not in _PRODUCTS or len(op.inputs) < 2:
+                continue
+            w = self.graph.tensors[op.inputs[1]]
+            if w.is_const and w.quant is not None and w.dtype.name in ("i4", "u4") and w.quant.kind != "sub_channel":
+                q = w.quant
+                wide = QuantType("i8", q.scales, q.zero_points, axis=q.axis, storage_min=q.storage_min,
+                                 storage_max=q.storage_max)
+                self.graph.tensors[w.name] = type(w)(w.name, w.shape, "i8", wide, np.asarray(w.data, np.int8))
 
     def prune(self) -> None:
         """Drop ops nothing reads (the bias movement the folding left behind)."""
