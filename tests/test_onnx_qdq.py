@@ -148,6 +148,26 @@ def _selection_and_transposed_cases(m: Models, x: str, a: str, dt: str) -> None:
                                      m.const(np.float32(0.0537), "f32"), _int4(m, 7, False)], ms=True)
     _out(m, m.node("Gemm", [_qdq(m, m.input((3, 8), "f32"), 0.0473, _zp(dt, -4), dt), u4]), 0.1931, _zp(dt, 2),
          dt)
+    _sixteen_bit_cases(m, "i16" if dt == "i8" else "u16")
+
+
+def _sixteen_bit_cases(m: Models, dt: str) -> None:
+    """16-bit activations (com.microsoft Q/DQ, as quantize_static writes QInt16 / QUInt16 before opset 21) around
+    data movement and Relu: onnxruntime's float path, which the requantization tables (65,536 entries) reproduce."""
+    zp = 0 if dt == "i16" else 32768
+
+    def qdq16(x: str, scale: float, offset: int) -> str:
+        params = m.qparams(scale, zp + offset, dt)
+        return m.node("DequantizeLinear", [m.node("QuantizeLinear", [x, *params], ms=True), *params], ms=True)
+
+    x = qdq16(m.input((1, 4, 7, 6), "f32"), 0.00041, 5)
+    m.output(qdq16(m.node("Transpose", [x], perm=[0, 2, 3, 1]), 0.00067, -7), None, "f32")
+    m.output(qdq16(m.node("Relu", [x]), 0.00029, 3), None, "f32")
+    m.output(qdq16(m.node("Concat", [x, qdq16(m.input((1, 4, 7, 6), "f32"), 0.0005, -3)], axis=1), 0.00061, 0),
+             None, "f32")
+    if dt == "i16":  # MAX_POOL2D and GATHER take i16 only (uint16 is not stored as int16)
+        m.output(qdq16(m.node("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2]), 0.00041, 9), None, "f32")
+        m.output(qdq16(m.node("Gather", [x, m.const([2, 0], "i64")], axis=1), 0.00043, 0), None, "f32")
 
 
 def _int4(m: Models, values, signed: bool) -> str:
