@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import shorten
 from ..ir.graph import Tensor
+from ..ir.limits import element_count
 from .onnx_geometry import window_2d
 from .onnx_import import Importer, importer
 from .onnx_model import Node
@@ -38,6 +39,9 @@ def _with_bias(imp: Importer, kind: str, inputs: list[str], shape: tuple[int, ..
                bias_shape: tuple[int, ...], **attrs: object) -> None:
     """The product, then its bias add (the folding's pattern) when there is a bias."""
     y = imp.name_out()
+    element_count(shape, f"{imp.label}: output")
+    if 0 in shape:
+        raise imp.error(f"the output {list(shape)} is empty")
     if bias is None:
         imp.new_tensor(y, shape, "f32")
         imp.emit(kind, inputs, [y], **attrs)
@@ -197,6 +201,8 @@ def reduce_mean(imp: Importer, node: Node) -> None:
     axes = imp.int_list_in(1, "axes", required=False) if imp.opset >= 18 else imp.attr("axes", None, list)
     if axes is None and imp.opset >= 18 and int(imp.attr("noop_with_empty_axes", 0)):
         raise imp.unsupported("ReduceMean with noop_with_empty_axes and no axes (an identity)")
+    if axes is not None and any(not -rank <= int(a) < rank for a in axes):
+        raise imp.error(f"axes {list(axes)} are out of range for rank {rank}")
     axes = sorted({int(a) % rank for a in axes} if axes is not None else range(rank))
     if rank != 4 or axes != [2, 3]:
         raise imp.unsupported(f"ReduceMean over axes {axes} of rank-{rank} data (supported: the spatial axes "

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import shorten
 from ..ir.graph import Tensor
+from ..ir.limits import element_count
 from .onnx_import import Importer, importer
 from .onnx_model import Node
 
@@ -24,6 +25,7 @@ F32 = np.float32
 def _gather(imp: Importer, x: Tensor, axis: int, indices: list[int], out: str | None = None) -> Tensor:
     """x's elements at `indices` along `axis` (one onnx.Gather); `out` names the result (default: a fresh name)."""
     shape = (*x.shape[:axis], len(indices), *x.shape[axis + 1:])
+    element_count(shape, f"{imp.label}: output")
     name = out if out is not None else imp.fresh(f"{x.name}_g{axis}")
     y = imp.new_tensor(name, shape, x.dtype.name, x.quant)
     imp.emit("Gather", [x.name], [y.name], axis=axis, indices=indices)
@@ -148,11 +150,14 @@ def resize(imp: Importer, node: Node) -> None:
         factors = [F32(o) / F32(i) for o, i in zip(out, x.shape, strict=True)]
     elif scales is not None and scales.size == rank:
         factors = [F32(s) for s in scales.reshape(-1)]
+        if not all(np.isfinite(f) and f > 0 for f in factors):
+            raise imp.error(f"Resize scales {[float(f) for f in factors]} must be finite and positive")
         out = [int(np.floor(F32(i) * f)) for i, f in zip(x.shape, factors, strict=True)]
     else:
         raise imp.error(f"Resize needs {rank} scales or sizes")
     if any(o < 1 for o in out) or any(not f > 0 for f in factors):
         raise imp.error(f"Resize to {out} (scales {[float(f) for f in factors]}) is empty or negative")
+    element_count(out, f"{imp.label}: output")
     _per_tensor(imp, x)
     current = x
     resized = [a for a in range(rank) if out[a] != x.shape[a] or factors[a] != 1]
