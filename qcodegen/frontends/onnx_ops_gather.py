@@ -127,6 +127,8 @@ _COORDINATE_MODES = ("half_pixel", "pytorch_half_pixel", "tf_half_pixel_for_nn",
 @importer("Resize")
 def resize(imp: Importer, node: Node) -> None:
     imp.counts((1, 4))
+    if imp.opset < 11:
+        raise imp.unsupported("Resize before opset 11 (Resize-10's fixed coordinate rules)")
     x = imp.tensor_in(0)
     rank = len(x.shape)
     mode = str(imp.attr("mode", "nearest"))
@@ -139,8 +141,7 @@ def resize(imp: Importer, node: Node) -> None:
                               f"(supported: {', '.join(_COORDINATE_MODES)} / {', '.join(_NEAREST)})")
     if imp.attr("axes", None, list) is not None or str(imp.attr("keep_aspect_ratio_policy", "stretch")) != "stretch":
         raise imp.unsupported("Resize with axes or keep_aspect_ratio_policy (opset 18)")
-    scales = imp.const_in(2, "scales", required=False) if imp.opset >= 11 else imp.const_in(1, "scales")
-    sizes = imp.const_in(3, "sizes", required=False) if imp.opset >= 11 else None
+    scales, sizes = imp.const_in(2, "scales", required=False), imp.const_in(3, "sizes", required=False)
     if scales is not None and scales.size and sizes is not None and sizes.size:
         raise imp.error("scales and sizes are both given")
     if sizes is not None and sizes.size:
