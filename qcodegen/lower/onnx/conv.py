@@ -28,6 +28,9 @@ from .common import nhwc, requantize_f32, tosa_window
 
 def _eight_bit(lw: Lowerer, *tensors: Tensor) -> None:
     for t in tensors:
+        if t.quant is not None and t.quant.kind == "sub_channel":
+            raise UnsupportedError(f"{lw.label}: blockwise (block_size) quantized {t.name!r} (supported: per tensor "
+                                   "or per channel)")
         if t.dtype.name != "i8":
             raise lw.error(f"tensor {t.name!r} has type {t.dtype}; expected 8-bit data (uint8 is stored as int8)")
 
