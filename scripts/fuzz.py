@@ -487,13 +487,15 @@ def tosa_mlir_seeds(shared: Path, quick: bool, work: Path) -> list[Path]:
 
 def onnx_seeds(shared: Path, quick: bool, work: Path) -> list[Path]:
     """Small QOperator models of bench/onnx_models.py (quantized by onnxruntime: Conv, depthwise Conv, MatMul,
-    Add, global average pool, Softmax; int8 and uint8 activations, per tensor and per channel)."""
+    Add, global average pool, Softmax; int8 and uint8 activations, per tensor and per channel), and QDQ models of
+    bench/onnx_qdq_patterns.py (ConvTranspose, Resize, ReduceMean, Split, Gather, MatMul + bias Add)."""
     try:
         import onnx  # noqa: F401
         import onnxruntime.quantization  # noqa: F401
     except ImportError:
         raise Unavailable("ONNX seeds are quantized with onnxruntime (pip install '.[onnx,oracles]')") from None
     from bench import onnx_models as m
+    from bench.onnx_qdq_patterns import patterns
 
     variants = [("ds_cnn", m.ds_cnn(4, 1, 12), False, "int8"), ("resnet8", m.resnet8(8, (4, 4, 4)), True, "uint8"),
                 ("autoencoder", m.autoencoder(16, 8, 4, 1), False, "uint8"),
@@ -507,9 +509,13 @@ def onnx_seeds(shared: Path, quick: bool, work: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     seeds = []
     logging.getLogger().setLevel(logging.ERROR)  # (quantize_static's advice on the QDQ format)
+    qdq = list(patterns().items())[:2 if quick else None]
     for name, float_model, per_channel, activations in variants:
         seeds.append(folder / f"{name}.onnx")
         seeds[-1].write_bytes(m.quantize(float_model, per_channel, activations, samples=2))
+    for k, (_, float_model) in enumerate(qdq):
+        seeds.append(folder / f"qdq{k}.onnx")
+        seeds[-1].write_bytes(m.quantize(float_model, k % 2 == 0, ("int8", "uint8")[k % 2], samples=2, qdq=True))
     return seeds
 
 @dataclass(frozen=True)

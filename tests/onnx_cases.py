@@ -9,8 +9,9 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 ELEM = {"u8": TensorProto.UINT8, "i8": TensorProto.INT8, "f32": TensorProto.FLOAT, "i32": TensorProto.INT32,
-        "i64": TensorProto.INT64}
-NP = {"u8": np.uint8, "i8": np.int8, "f32": np.float32, "i32": np.int32, "i64": np.int64}
+        "i64": TensorProto.INT64, "i16": TensorProto.INT16, "u16": TensorProto.UINT16}
+NP = {"u8": np.uint8, "i8": np.int8, "f32": np.float32, "i32": np.int32, "i64": np.int64, "i16": np.int16,
+      "u16": np.uint16}
 
 
 @dataclass

@@ -165,3 +165,20 @@ def test_quantize_linear_adds_the_zero_point_after_rounding(tmp_path, capsys):
     out = run_reference(schedule, [values.astype(np.float32)])["y"]
     want = np.clip(np.rint(values.astype(np.float32) / scales[:, None]) + zps[:, None], -128, 127)
     assert np.array_equal(out, want)
+
+
+def test_onnx_ref_oracle_runs_opset_17_dequantize(tmp_path, capsys):
+    """onnx's reference evaluator implements DequantizeLinear from version 19 only; the oracle lets version 19
+    stand in for opset 17's DequantizeLinear-13 (same semantics for int8 data and float32 scales, per axis)."""
+    scales = np.array([0.1, 0.37, 1.0], np.float32)
+    zps = np.array([3, -100, 120], np.int8)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 8])
+    inits = [numpy_helper.from_array(scales, "s"), numpy_helper.from_array(zps, "z")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=0),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=0)]
+    path = tmp_path / "qdq17.onnx"
+    onnx.save(_model(nodes, [x], [y], inits, 17), path)
+    assert qcodegen(["verify", str(path), "--against", "onnx-ref", "--samples", "20", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["mismatches"] == 0 and result["samples"] == 20

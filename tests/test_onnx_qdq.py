@@ -28,8 +28,8 @@ from qcodegen.verify.onnx_oracle import compare_with_oracle, onnxruntime_oracle 
 sys.path.insert(0, str(Path(__file__).parent))
 from onnx_cases import Models  # noqa: E402
 
-_FUSED = {"Conv", "MatMul", "Gemm", "Add", "Mul", "Sigmoid", "LeakyRelu", "Softmax", "AveragePool",
-          "GlobalAveragePool", "Relu", "Clip"}  # folded into another kind
+_FUSED = {"Conv", "ConvTranspose", "MatMul", "Gemm", "Add", "Mul", "Sigmoid", "LeakyRelu", "Softmax",
+          "AveragePool", "GlobalAveragePool", "Relu", "Clip"}  # folded into another kind
 
 
 def _qdq(m: Models, x: str, scale: float, zp: int, dt: str) -> str:
@@ -100,7 +100,83 @@ def _cases(dt: str) -> bytes:
     _out(m, m.node("Relu", [a]), 0.02, _zp(dt, -20), dt)  # onnxruntime runs Relu / Clip in float
     _out(m, m.node("Clip", [a, m.const(np.float32(-0.1), "f32"), m.const(np.float32(0.3), "f32")]), 0.003,
          _zp(dt, 0), dt)
+    _selection_and_transposed_cases(m, x, a, dt)
     return m.model()
+
+
+def _selection_and_transposed_cases(m: Models, x: str, a: str, dt: str) -> None:
+    """ConvTranspose (onnxruntime runs it in float), MatMul + bias Add as quantize_static writes a Linear layer
+    (onnxruntime: QLinearMatMul + QLinearAdd of a [N] bias row), ReduceMean over H, W, and the selections that
+    onnxruntime runs on the quantized data: Split, Gather, Resize nearest."""
+    t_scales = m.rng.uniform(0.004, 0.02, 3).astype(np.float32)
+    t_w = _dq_const(m, m.rng.integers(-127, 128, (4, 3, 3, 2)), "i8", list(t_scales), [0] * 3, axis=1)
+    t_b = _dq_const(m, m.rng.integers(-3000, 3000, 3), "i32", list(np.float32(0.04) * t_scales), [0] * 3, axis=0)
+    t_x = _qdq(m, m.input((1, 4, 7, 6), "f32"), 0.04, _zp(dt, 3), dt)
+    _out(m, m.node("ConvTranspose", [t_x, t_w, t_b], strides=[2, 3], pads=[1, 0, 2, 1], output_padding=[1, 2]),
+         0.06, _zp(dt, -4), dt)
+    t_w1 = _dq_const(m, m.rng.integers(-127, 128, (4, 2, 2, 2)), "i8", 0.01, 0)
+    _out(m, m.node("ConvTranspose", [x, t_w1], strides=[2, 2]), 0.05, _zp(dt, 2), dt)
+    rows = _qdq(m, m.node("MatMul", [_qdq(m, m.input((3, 8), "f32"), 0.05, _zp(dt, -4), dt),
+                                     _dq_const(m, m.rng.integers(-127, 128, (8, 5)), "i8", 0.01, 0)]), 0.1,
+                _zp(dt, 1), dt)
+    bias_row = _dq_const(m, m.rng.integers(-120, 120, 5) + (0 if dt == "i8" else 128), dt, 0.02, _zp(dt, 0))
+    _out(m, m.node("Add", [rows, bias_row]), 0.12, _zp(dt, -3), dt)
+    _out(m, m.node("ReduceMean", [x], axes=[2, 3], keepdims=1), 0.02, _zp(dt, 2), dt)
+    _out(m, m.node("ReduceMean", [x], axes=[-1, -2], keepdims=0), 0.03, _zp(dt, 0), dt)
+    parts = [m.name("split") for _ in range(3)]
+    m.nodes.append(__import__("onnx").helper.make_node("Split", [x, m.const([1, 2, 1], "i64")], parts, axis=1))
+    for part in parts:
+        _out(m, part, 0.04, _zp(dt, 3), dt)
+    _out(m, m.node("Gather", [x, m.const([3, 0, 2, 0], "i64")], axis=1), 0.05, _zp(dt, 1), dt)
+    _out(m, m.node("Gather", [a, m.const([[1, -1], [0, 2]], "i64")], axis=1), 0.03, _zp(dt, 2), dt)
+    _out(m, m.node("Gather", [x, m.const(4, "i64")], axis=3), 0.04, _zp(dt, 3), dt)
+    _out(m, m.node("Resize", [x, "", m.const([1, 1, 2, 2], "f32")], mode="nearest"), 0.04, _zp(dt, 3), dt)
+    _out(m, m.node("Resize", [x, "", "", m.const([1, 4, 10, 4], "i64")], mode="nearest",
+                   coordinate_transformation_mode="asymmetric", nearest_mode="floor"), 0.05, _zp(dt, 0), dt)
+    _out(m, m.node("Resize", [x, "", m.const([1, 1, 1.5, 0.5], "f32")], mode="nearest",
+                   coordinate_transformation_mode="align_corners", nearest_mode="round_prefer_ceil"), 0.04,
+         _zp(dt, 3), dt)
+    # 4-bit weights through com.microsoft DequantizeLinear, as quantize_static writes QInt4 / QUInt4 before opset 21
+    # (onnxruntime runs these products in float: scales that are not decimal, whose exact products are rarely ties)
+    w4_scales = list(m.rng.uniform(0.02, 0.08, 6))
+    w4 = m.node("DequantizeLinear", [_int4(m, m.rng.integers(-8, 8, (6, 4, 3, 3)), True),
+                                     *m.qparams(w4_scales, [0] * 6, "i8")[:1], _int4(m, [0] * 6, True)], ms=True,
+                axis=0)
+    _out(m, m.node("Conv", [_qdq(m, m.input((1, 4, 7, 6), "f32"), 0.0371, _zp(dt, 3), dt), w4], pads=[1, 1, 1, 1]),
+         0.2913, _zp(dt, 1), dt)
+    u4 = m.node("DequantizeLinear", [_int4(m, m.rng.integers(0, 16, (8, 5)), False),
+                                     m.const(np.float32(0.0537), "f32"), _int4(m, 7, False)], ms=True)
+    _out(m, m.node("Gemm", [_qdq(m, m.input((3, 8), "f32"), 0.0473, _zp(dt, -4), dt), u4]), 0.1931, _zp(dt, 2),
+         dt)
+    _sixteen_bit_cases(m, "i16" if dt == "i8" else "u16")
+
+
+def _sixteen_bit_cases(m: Models, dt: str) -> None:
+    """16-bit activations (com.microsoft Q/DQ, as quantize_static writes QInt16 / QUInt16 before opset 21) around
+    data movement and Relu: onnxruntime's float path, which the requantization tables (65,536 entries) reproduce."""
+    zp = 0 if dt == "i16" else 32768
+
+    def qdq16(x: str, scale: float, offset: int) -> str:
+        params = m.qparams(scale, zp + offset, dt)
+        return m.node("DequantizeLinear", [m.node("QuantizeLinear", [x, *params], ms=True), *params], ms=True)
+
+    x = qdq16(m.input((1, 4, 7, 6), "f32"), 0.00041, 5)
+    m.output(qdq16(m.node("Transpose", [x], perm=[0, 2, 3, 1]), 0.00067, -7), None, "f32")
+    m.output(qdq16(m.node("Relu", [x]), 0.00029, 3), None, "f32")
+    m.output(qdq16(m.node("Concat", [x, qdq16(m.input((1, 4, 7, 6), "f32"), 0.0005, -3)], axis=1), 0.00061, 0),
+             None, "f32")
+    if dt == "i16":  # MAX_POOL2D and GATHER take i16 only (uint16 is not stored as int16)
+        m.output(qdq16(m.node("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2]), 0.00041, 9), None, "f32")
+        m.output(qdq16(m.node("Gather", [x, m.const([2, 0], "i64")], axis=1), 0.00043, 0), None, "f32")
+
+
+def _int4(m: Models, values, signed: bool) -> str:
+    from onnx import TensorProto, helper
+    name = m.name("c4_")
+    values = np.asarray(values, np.int64)
+    m.inits.append(helper.make_tensor(name, TensorProto.INT4 if signed else TensorProto.UINT4, list(values.shape),
+                                      values.reshape(-1).tolist()))
+    return name
 
 
 @pytest.mark.parametrize("dt", ["i8", "u8"])
@@ -111,7 +187,8 @@ def test_qdq_cases_bit_exact_with_onnxruntime(dt, tmp_path):
     assert {"onnx.QLinearConv", "onnx.QGemm", "onnx.QLinearMatMul", "onnx.QLinearMul", "onnx.QLinearSigmoid",
             "onnx.MaxPool", "onnx.Pad",
             "onnx.QLinearAveragePool", "onnx.QLinearGlobalAveragePool", "onnx.QLinearSoftmax", "onnx.QLinearAdd",
-            "onnx.QLinearLeakyRelu", "onnx.QLinearConcat", "onnx.Requantize"} <= kinds
+            "onnx.QLinearLeakyRelu", "onnx.QLinearConcat", "onnx.Requantize", "onnx.QLinearConvTranspose",
+            "onnx.Gather", "onnx.Slice"} <= kinds
     assert not {k for k in kinds if k.removeprefix("onnx.") in _FUSED}
     assert all(graph.tensors[op.outputs[0]].quant is not None for op in graph.ops
                if op.kind in ("onnx.Sub", "onnx.Tanh", "onnx.HardSigmoid", "onnx.HardSwish"))

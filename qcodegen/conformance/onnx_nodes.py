@@ -48,6 +48,7 @@ class Outcome:
     status: str  # "pass", "mismatch", "unsupported", "error"
     detail: str = ""
     onnxruntime_agrees: bool | None = None  # mismatches: whether onnxruntime computes what the C computes
+    reference_agrees: bool | None = None  # compiled cases: whether onnx's reference evaluator computes the C's values
 
 
 def _node_tests() -> list[Any]:
@@ -151,18 +152,24 @@ def run_case(case: Case, target: str = "generic") -> Outcome:
                     None: ""}[agrees]
             return Outcome(case.name, "mismatch", f"output {j}: {diff.size} of {a.size} elements differ; first at "
                                                   f"{i}: expected {want.reshape(-1)[i]}, got {g.reshape(-1)[i]}"
-                                                  f"{note}", agrees)
-    return Outcome(case.name, "pass")
+                                                  f"{note}", agrees, _oracle_agrees("onnx-ref", raw, data, got))
+    return Outcome(case.name, "pass", reference_agrees=_oracle_agrees("onnx-ref", raw, data, got))
 
 
 def _onnxruntime_agrees(raw: bytes, data: list[np.ndarray], got: list[np.ndarray]) -> bool | None:
-    """Whether onnxruntime's outputs equal the C's (None when onnxruntime is not installed or cannot run it)."""
+    return _oracle_agrees("onnxruntime", raw, data, got)
+
+
+def _oracle_agrees(oracle: str, raw: bytes, data: list[np.ndarray], got: list[np.ndarray]) -> bool | None:
+    """Whether the oracle's outputs (onnxruntime, or onnx's reference evaluator: "onnx-ref") equal the C's (None
+    when it is not installed or cannot run the model)."""
+    from ..verify.onnx_oracle import onnxruntime_oracle, reference_oracle
     try:
-        from ..verify.onnx_oracle import onnxruntime_oracle
-        want = onnxruntime_oracle(raw)(data)
+        want = (onnxruntime_oracle if oracle == "onnxruntime" else reference_oracle)(raw)(data)
     except QcError:
         return None
-    return all(np.array_equal(w.reshape(-1), g.reshape(-1)) for w, g in zip(want, got, strict=True))
+    return all(np.array_equal(np.asarray(w).reshape(-1).astype(np.float64), g.reshape(-1).astype(np.float64))
+               for w, g in zip(want, got, strict=True))  # float64 holds every int32 and float32 exactly
 
 
 def run_all(target: str = "generic") -> list[Outcome]:

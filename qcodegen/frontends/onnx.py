@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..ir.graph import Graph
-from . import onnx_ops_float, onnx_ops_nn, onnx_ops_quant, onnx_ops_shape  # noqa: F401  (register importers)
+from . import onnx_ops_float, onnx_ops_gather, onnx_ops_nn, onnx_ops_quant, onnx_ops_shape  # noqa: F401  (importers)
 from .onnx_import import Importer
 from .onnx_layout import to_channels_last
 from .onnx_model import parse

@@ -20,8 +20,8 @@ from ..ir.quant import QuantType
 LOGICAL, NHWC = "logical", "nhwc"
 TO_NHWC, TO_NCHW = (0, 2, 3, 1), (0, 3, 1, 2)
 PHYSICAL_AXIS = (0, 3, 1, 2)  # NCHW axis -> NHWC axis
-_SPATIAL = {"onnx.QLinearConv", "onnx.ConvInteger", "onnx.MaxPool", "onnx.QLinearAveragePool",
-            "onnx.QLinearGlobalAveragePool"}
+_SPATIAL = {"onnx.QLinearConv", "onnx.QLinearConvTranspose", "onnx.ConvInteger", "onnx.MaxPool",
+            "onnx.QLinearAveragePool", "onnx.QLinearGlobalAveragePool"}
 _FOLLOW = {"onnx.QuantizeLinear", "onnx.DequantizeLinear", "onnx.QLinearSigmoid", "onnx.QLinearLeakyRelu",
            "onnx.Requantize", "onnx.Tanh", "onnx.HardSigmoid", "onnx.HardSwish"}
 _BINARY = {"onnx.QLinearAdd", "onnx.QLinearMul", "onnx.Sub"}
@@ -104,7 +104,7 @@ class _Layout:
         for kind in _CONCAT:
             rules[kind] = self.concat
         rules.update({"onnx.QLinearSoftmax": self.softmax, "onnx.Pad": self.pad, "onnx.Slice": self.slice,
-                      "onnx.Transpose": self.transpose, "onnx.Reshape": self.reshape})
+                      "onnx.Transpose": self.transpose, "onnx.Reshape": self.reshape, "onnx.Gather": self.gather})
         for op in self.graph.ops:
             layout = rules.get(op.kind, self.logical)(op)
             self.ops.append(op)
@@ -199,6 +199,14 @@ class _Layout:
             return self.logical(op)
         for key in ("begin", "steps"):
             op.attrs[key] = [op.attrs[key][p] for p in TO_NHWC]
+        op.inputs = [self.get(x, NHWC)]
+        return NHWC
+
+    def gather(self, op: Op) -> str:
+        x = op.inputs[0]
+        if not self._rank4_nhwc(x):
+            return self.logical(op)
+        op.attrs["axis"] = PHYSICAL_AXIS[op.attrs["axis"]]
         op.inputs = [self.get(x, NHWC)]
         return NHWC
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import shorten
 from ..ir.graph import Tensor
+from ..semantics.onnxruntime import scalar_operand
 from .onnx_import import Importer, importer, ms, storage_dtype
 from .onnx_model import ELEM_TYPES, Node
 
@@ -36,6 +37,7 @@ def _q_params(imp: Importer, x_shape: tuple[int, ...], storage: str, scale_i: in
 
 
 @importer("QuantizeLinear")
+@ms("QuantizeLinear")  # quantize_static writes the contrib ops for 4-bit and 16-bit types before opset 21
 def quantize_linear(imp: Importer, node: Node) -> None:
     imp.counts((2, 3))
     x = imp.tensor_in(0)
@@ -54,6 +56,7 @@ def quantize_linear(imp: Importer, node: Node) -> None:
 
 
 @importer("DequantizeLinear")
+@ms("DequantizeLinear")
 def dequantize_linear(imp: Importer, node: Node) -> None:
     imp.counts((2, 3))
     x = imp.tensor_in(0)
@@ -88,7 +91,7 @@ def qlinear_binary(imp: Importer, node: Node) -> None:
         raise imp.error(f"A is {a.dtype}, B {b.dtype}")
     qc = imp.qlinear_params(6, 7, a.dtype.name, "C")
     y = imp.new_tensor(imp.name_out(), broadcast(imp, a, b), a.dtype.name, qc)
-    imp.emit(node.op_type, [a.name, b.name], [y.name])
+    imp.emit(node.op_type, [a.name, b.name], [y.name], scalar=scalar_operand(a.shape, b.shape))
 
 
 @ms("QLinearSigmoid", "QLinearLeakyRelu")

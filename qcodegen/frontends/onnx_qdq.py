@@ -3,20 +3,24 @@
 execution provider fuses the same node groups into, so that both formats lower through the same rules.
 
 The table: QuantizeLinear / DequantizeLinear quantize and dequantize; Reshape (also Flatten, Squeeze,
-Unsqueeze, Identity), Transpose, Concat, Slice, Pad (its fill value quantized) and MaxPool move data (MaxPool
-commutes with the monotone dequantization); Conv, MatMul and Gemm contract (their bias is an Add after the
-product: onnx_ops_float), a dequantized int32 bias at the accumulator's float32 scale taken as its stored integers,
-as onnxruntime's fused kernels add them; Add, Mul, Sub, Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, Softmax,
-the average pools, Relu, Clip and Concat (of differently quantized inputs, which it cannot move) compute
-element-wise on the quantized operands; Relu and Clip commute with quantization (monotone, constant bounds).
+Unsqueeze, Identity), Transpose, Concat, Slice (also Split), Gather (also Resize nearest), Pad (its fill value
+quantized) and MaxPool move data (MaxPool commutes with the monotone dequantization); Conv, ConvTranspose, MatMul
+and Gemm contract (their bias is an Add after the product: onnx_ops_float), a dequantized int32 bias at the
+accumulator's float32 scale taken as its stored integers, as onnxruntime's fused kernels add them; Add, Mul, Sub,
+Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, Softmax, the average pools, Relu, Clip and Concat (of
+differently quantized inputs, which it cannot move) compute element-wise on the quantized operands; Relu and Clip
+commute with quantization (monotone, constant bounds).
 
 After the folding (onnxruntime's fusions, measured in docs/onnx.md):
-  Conv [+ bias add + requantization] -> QLinearConv; MatMul -> QLinearMatMul; Gemm [+ bias ...] -> QGemm;
-  Add / Mul -> QLinearAdd / QLinearMul; Concat of differently quantized inputs -> QLinearConcat; Sigmoid,
-  LeakyRelu, Softmax, GlobalAveragePool, AveragePool -> their QLinear operators; Sub, Tanh, HardSigmoid and
-  HardSwish stay, on quantized data (onnxruntime's float path, tabulated); Relu, Clip and the remaining
-  dequantize -> quantize pairs -> onnx.Requantize (8-bit: dequantize in float32, clamp to the bounds,
-  MlasQuantizeLinear: a table, exact).
+  Conv [+ bias add + requantization] -> QLinearConv; ConvTranspose [+ ...] -> onnx.QLinearConvTranspose (no
+  operator-format op: onnxruntime runs it in float); MatMul -> QLinearMatMul; Gemm [+ bias ...] -> QGemm;
+  Add / Mul -> QLinearAdd / QLinearMul (an int8 Add of a dequantized constant, as quantize_static writes a
+  MatMul's bias, marked float_path: onnxruntime runs it in float, measured); Concat of differently quantized
+  inputs -> QLinearConcat; Sigmoid, LeakyRelu, Softmax, GlobalAveragePool (also ReduceMean over H, W),
+  AveragePool -> their QLinear operators; Sub, Tanh, HardSigmoid and HardSwish stay, on quantized data
+  (onnxruntime's float path, tabulated); Relu, Clip and the remaining dequantize -> quantize pairs ->
+  onnx.Requantize (8- or 16-bit: dequantize in float32, clamp to the bounds, MlasQuantizeLinear: a table, exact).
+  4-bit constant weights of the products are stored as int8 (widen_4bit_weights).
 """
 
 from __future__ import annotations
@@ -30,22 +34,26 @@ from ..semantics import onnxruntime as ort
 from .qdq import QdqFormat, fold_qdq, prune_dead_ops
 
 REQUANTIZE = "onnx.Requantize"
-_RENAMES = {"onnx.Conv": "onnx.QLinearConv", "onnx.MatMul": "onnx.QLinearMatMul", "onnx.Gemm": "onnx.QGemm",
+_RENAMES = {"onnx.Conv": "onnx.QLinearConv", "onnx.ConvTranspose": "onnx.QLinearConvTranspose",
+            "onnx.MatMul": "onnx.QLinearMatMul", "onnx.Gemm": "onnx.QGemm",
             "onnx.Add": "onnx.QLinearAdd", "onnx.Mul": "onnx.QLinearMul", "onnx.Sigmoid": "onnx.QLinearSigmoid",
             "onnx.LeakyRelu": "onnx.QLinearLeakyRelu", "onnx.Softmax": "onnx.QLinearSoftmax",
             "onnx.GlobalAveragePool": "onnx.QLinearGlobalAveragePool",
             "onnx.AveragePool": "onnx.QLinearAveragePool"}
-_CONTRACTIONS = ("onnx.Conv", "onnx.MatMul", "onnx.Gemm")
+_CONTRACTIONS = ("onnx.Conv", "onnx.ConvTranspose", "onnx.MatMul", "onnx.Gemm")
+_PRODUCTS = tuple(_RENAMES[k] for k in _CONTRACTIONS)
 # no QLinear kernels: quantized, these mean onnxruntime's float path (tabulated)
 _FLOAT_PATH = ("onnx.Sub", "onnx.Tanh", "onnx.HardSigmoid", "onnx.HardSwish")
 _FLOAT_OPS = {*_RENAMES, *_FLOAT_PATH, "onnx.Relu", "onnx.Clip"}  # onnx_ops_float's kinds
 
 
 def _output_channel_axis(graph: Graph, op: Op, weight_axis: int | None) -> int | None:
-    """Conv: channel axis 1 of NCHW (weights per tensor or along their output axis 0); Gemm: the columns (B's
-    axis 1, or 0 when transposed); MatMul: the columns of a 2-D B."""
+    """Conv: channel axis 1 of NCHW (weights per tensor or along their output axis 0; ConvTranspose's: axis 1);
+    Gemm: the columns (B's axis 1, or 0 when transposed); MatMul: the columns of a 2-D B."""
     if op.kind == "onnx.Conv":
         return 1 if weight_axis in (None, 0) else None
+    if op.kind == "onnx.ConvTranspose":  # weights [C, M, kH, kW]: output channels along axis 1
+        return 1 if weight_axis in (None, 1) else None
     rank = len(graph.tensors[op.outputs[0]].shape)
     if op.kind == "onnx.Gemm":
         return 1 if weight_axis in (None, 0 if op.attrs.get("trans_b") else 1) else None
@@ -94,7 +102,7 @@ ONNX = QdqFormat(
     dequantize_kind="onnx.DequantizeLinear",
     retype_kind="onnx.Retype",  # never created: ONNX has no scalings in its table
     movement={"onnx.Reshape": (), "onnx.Transpose": (), "onnx.Concat": (), "onnx.Slice": (), "onnx.MaxPool": (),
-              "onnx.Pad": (1,)},
+              "onnx.Pad": (1,), "onnx.Gather": ()},
     contractions=frozenset(_CONTRACTIONS),
     reductions=frozenset(),
     elementwise=frozenset({"onnx.Add", "onnx.Mul", "onnx.Sub", "onnx.Sigmoid", "onnx.Tanh", "onnx.LeakyRelu",
@@ -131,12 +139,16 @@ class _Rewrite:
             elif op.kind == "onnx.Concat" and not all(
                     same_type(self.graph.tensors[n].quant, self.graph.tensors[op.outputs[0]].quant) for n in op.inputs):
                 op.kind = "onnx.QLinearConcat"  # inputs of other quantizations (not moved: folded), requantized
+            elif op.kind == "onnx.Add" and self.graph.tensors[op.outputs[0]].dtype.name == "i8" and any(
+                    self.graph.tensors[n].is_const for n in op.inputs):
+                op.attrs["float_path"] = True  # onnxruntime leaves it unfused (module docstring)
             elif op.kind == "onnx.Pad" and len(op.inputs) > 1:  # the folded fill operand -> the attribute
                 op.attrs["value"] = int(np.asarray(self.graph.tensors[op.inputs[1]].data).reshape(-1)[0])
                 op.inputs = op.inputs[:1]
             if op.kind in _RENAMES:
                 op.kind = _RENAMES[op.kind]
         self.prune()
+        self.widen_4bit_weights()
         for op in self.graph.ops:
             if (op.kind in _FLOAT_OPS and self.graph.tensors[op.outputs[0]].quant is None) or (
                     op.kind == "onnx.Pad" and len(op.inputs) > 1):
@@ -175,6 +187,19 @@ class _Rewrite:
                       else float(np.asarray(t.data).reshape(-1)[0]) for t in bounds]
             lo, hi = values
         op.kind, op.inputs, op.attrs = REQUANTIZE, op.inputs[:1], {"min": lo, "max": hi}
+
+    def widen_4bit_weights(self) -> None:
+        """4-bit constant weights of the products (quantize_static's QInt4 / QUInt4 weight types) stored as int8:
+        the same values and quantization, for the 8-bit kernels."""
+        for op in self.graph.ops:
+            if op.kind not in _PRODUCTS or len(op.inputs) < 2:
+                continue
+            w = self.graph.tensors[op.inputs[1]]
+            if w.is_const and w.quant is not None and w.dtype.name in ("i4", "u4") and w.quant.kind != "sub_channel":
+                q = w.quant
+                wide = QuantType("i8", q.scales, q.zero_points, axis=q.axis, storage_min=q.storage_min,
+                                 storage_max=q.storage_max)
+                self.graph.tensors[w.name] = type(w)(w.name, w.shape, "i8", wide, np.asarray(w.data, np.int8))
 
     def prune(self) -> None:
         """Drop ops nothing reads (the bias movement the folding left behind)."""

@@ -130,6 +130,21 @@ def _saturate(v: np.ndarray, q: QuantType) -> np.ndarray:
     return np.clip(np.rint(v), q.storage.min, q.storage.max).astype(np.int64)
 
 
+def scalar_operand(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> str:
+    """Which operand onnxruntime's broadcasting loop (BroadcastLooper) hands to QLinearAdd's kernel as a scalar:
+    the loop walks spans of the innermost output dimensions; an operand broadcast along the innermost dimension
+    that is not 1 is one value per span ("a" / "b"), otherwise both are vectors (""). Shapes in ONNX's layout."""
+    rank = max(len(a_shape), len(b_shape))
+    a = (1,) * (rank - len(a_shape)) + tuple(a_shape)
+    b = (1,) * (rank - len(b_shape)) + tuple(b_shape)
+    if int(np.prod(a)) == 1 and int(np.prod(b)) > 1:
+        return "a"
+    for da, db in zip(reversed(a), reversed(b), strict=True):
+        if max(da, db) > 1:
+            return "a" if da == 1 else "b" if db == 1 else ""
+    return ""
+
+
 def add_table(qa: QuantType, qb: QuantType, qc: QuantType, scalar: str = "") -> np.ndarray:
     """QLinearAdd on x86-64 with AVX2 and FMA (qladd_avx2.cpp, as onnxruntime's build compiles it): r_a = s_a / s_c,
     r_b = s_b / s_c, the fixed part f = zp_c - fma(zp_a, r_a, r_b * zp_b) (the compiler contracts

@@ -21,12 +21,16 @@ Oracle = Callable[[list[np.ndarray]], list[np.ndarray]]
 ORACLES = ("onnxruntime", "onnx-ref")
 
 
-def _input_names(raw: bytes) -> list[str]:
+def _inputs(raw: bytes) -> list[tuple[str, np.dtype]]:
+    """The graph inputs that are not initializers: name and numpy element type (onnx's int4 / uint4 types for
+    4-bit inputs, which the reference evaluator checks and the C's int8 buffers do not carry)."""
     import onnx
+    from onnx.helper import tensor_dtype_to_np_dtype
 
     model = onnx.load_model_from_string(raw)
     initializers = {t.name for t in model.graph.initializer}
-    return [v.name for v in model.graph.input if v.name not in initializers]
+    return [(v.name, tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type)) for v in model.graph.input
+            if v.name not in initializers]
 
 
 def onnxruntime_oracle(raw: bytes) -> Oracle:
@@ -51,20 +55,38 @@ def onnxruntime_oracle(raw: bytes) -> Oracle:
     return run
 
 
+def _older_opset_kernels(raw: bytes) -> list[type]:
+    """Kernels for op versions the reference evaluator lacks. onnx 1.21's evaluator implements DequantizeLinear
+    from version 19 only, so a model of default opset 10..18 (DequantizeLinear-10 / -13) does not load. Version
+    19 only adds float8 inputs and float16 / bfloat16 scales; for the types those opsets allow (8-bit and int32
+    data, float32 scales; axis 1 by default, as in 13) it computes the same, so it stands in for them."""
+    import onnx
+    import onnx.defs
+    from onnx.reference.ops.op_dequantize_linear import DequantizeLinear_19
+
+    opsets = {o.domain: o.version for o in onnx.load_model_from_string(raw).opset_import}
+    if opsets.get("", opsets.get("ai.onnx", 19)) >= 19:
+        return []
+    kernel = type("DequantizeLinear", (DequantizeLinear_19,),
+                  {"op_domain": "", "op_schema": onnx.defs.get_schema("DequantizeLinear", 19)})
+    return [kernel]
+
+
 def reference_oracle(raw: bytes) -> Oracle:
     try:
         from onnx.reference import ReferenceEvaluator
     except ImportError:
         raise QcError("--against onnx-ref needs onnx: pip install 'qcodegen[onnx]'") from None
     try:
-        evaluator = ReferenceEvaluator(raw)
+        evaluator = ReferenceEvaluator(raw, new_ops=_older_opset_kernels(raw))
     except Exception as exc:  # e.g. com.microsoft operators, which the reference does not implement
         raise QcError(f"the ONNX reference evaluator cannot load the model: {str(exc).strip()[:300]}") from None
-    names = _input_names(raw)
+    declared = _inputs(raw)
 
     def run(inputs: list[np.ndarray]) -> list[np.ndarray]:
+        feeds = {name: np.asarray(x).astype(dt) for (name, dt), x in zip(declared, inputs, strict=True)}
         try:
-            return [np.asarray(v) for v in evaluator.run(None, dict(zip(names, inputs, strict=True)))]
+            return [np.asarray(v) for v in evaluator.run(None, feeds)]
         except Exception as exc:
             raise QcError(f"the ONNX reference evaluator failed: {str(exc).strip()[:300]}") from None
     return run

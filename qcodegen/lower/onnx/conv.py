@@ -5,7 +5,8 @@ CONV2D (weights re-laid OHWI), one input channel per group a DEPTHWISE_CONV2D (w
 groups one CONV2D per group on a channel SLICE, the accumulators CONCATenated. Padding taps read the input zero
 point (contributing 0), as onnxruntime's im2col pads with it. The int32 accumulator (with the int32 bias) is exact;
 QLinearConv then requantizes it with RESCALE_F32 at onnxruntime's float32 scale x_scale * w_scale[c] / y_scale,
-so the result is onnxruntime's bit for bit. ConvInteger's result is the accumulator.
+so the result is onnxruntime's bit for bit. ConvInteger's result is the accumulator. A QDQ model's ConvTranspose
+is one TRANSPOSE_CONV2D, requantized the same way (onnxruntime runs it in float: docs/onnx.md).
 
 QLinearMatMul, MatMulInteger, com.microsoft QGemm: a constant 2-D B is a fully connected layer, a 1x1 CONV2D over
 A viewed as [rows, 1, 1, K] (weights B^T, per-column scales per output channel, QGemm's bias C as the bias); other
@@ -27,6 +28,9 @@ from .common import nhwc, requantize_f32, tosa_window
 
 def _eight_bit(lw: Lowerer, *tensors: Tensor) -> None:
     for t in tensors:
+        if t.quant is not None and t.quant.kind == "sub_channel":
+            raise UnsupportedError(f"{lw.label}: blockwise (block_size) quantized {t.name!r} (supported: per tensor "
+                                   "or per channel)")
         if t.dtype.name != "i8":
             raise lw.error(f"tensor {t.name!r} has type {t.dtype}; expected 8-bit data (uint8 is stored as int8)")
 
@@ -121,6 +125,25 @@ def lower_conv(lw: Lowerer, op: Op) -> None:
     _eight_bit(lw, y)
     acc = lw.temp(f"{y.name}_acc", y.shape, "i32")
     _convolve(lw, x, w, bias, acc, x.quant.zero_point, _weight_zero_points(w))
+    requantize_f32(lw, acc, y, output_scale(x.quant, w.quant.scales, y.quant))
+
+
+@rule("onnx.QLinearConvTranspose")
+def lower_conv_transpose(lw: Lowerer, op: Op) -> None:
+    """A QDQ model's ConvTranspose: TRANSPOSE_CONV2D (weights [C, M, kH, kW] re-laid [M, kH, kW, C]) with the
+    int32 bias, exact, then RESCALE_F32 at x_scale * w_scale[m] / y_scale as for QLinearConv."""
+    nhwc(lw)
+    x, w, y = lw.tensor_in(0), lw.tensor_in(1), lw.tensor_out(0)
+    _eight_bit(lw, x, w, y)
+    w_zp = _weight_zero_points(w)
+    if not isinstance(w_zp, int):
+        raise UnsupportedError(f"{lw.label}: weight zero points that differ per channel")
+    bias = _bias(lw, lw.tensor_in(2) if len(op.inputs) == 3 else None, y.name)
+    w_mhwc = lw.const(f"{w.name}_ohwi", w.data.astype(np.int64).transpose(1, 2, 3, 0), w.dtype)
+    acc = lw.temp(f"{y.name}_acc", y.shape, "i32")
+    lw.emit("TRANSPOSE_CONV2D", [x.name, w_mhwc, bias], [acc], out_pad=list(lw.attr("out_pad")),
+            stride=list(lw.attr("stride")), input_zp=x.quant.zero_point, weight_zp=w_zp, acc_type="i32")
+    expect_shape(lw, y, lw.buffer(acc).shape)
     requantize_f32(lw, acc, y, output_scale(x.quant, w.quant.scales, y.quant))
 
 

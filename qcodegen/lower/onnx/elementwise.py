@@ -4,8 +4,9 @@ arithmetic (qcodegen/semantics/onnxruntime.py), exact by construction.
 
 Sigmoid, LeakyRelu, Tanh: a 256-entry TABLE, as onnxruntime itself builds (its Sigmoid and Tanh use MLAS's
 approximations, ours the correctly rounded functions: docs/onnx.md). Add and Mul: a 65,536-entry LOOKUP of the
-x86-64 kernels' formulas over both stored operands (equal shapes, or one operand with a single element:
-onnxruntime's scalar form); Sub: of the float path (dequantize, subtract, quantize, all float32).
+x86-64 kernels' formulas over both stored operands (numpy broadcasting; the kernel's scalar or vector form as
+onnxruntime's broadcasting loop picks it, decided at import); Sub, and an int8 QDQ Add of a constant (attr
+float_path, which onnxruntime does not fuse): of the float path (dequantize, add / subtract, quantize, float32).
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ from .tables import table, table2
 @rule("onnx.QLinearSigmoid", "onnx.QLinearLeakyRelu", "onnx.Tanh", "onnx.HardSigmoid", "onnx.HardSwish")
 def lower_unary(lw: Lowerer, op: Op) -> None:
     x, y = lw.tensor_in(0), lw.tensor_out(0)
+    if x.dtype.bits != 8 or y.dtype.bits != 8:  # 16-bit: onnxruntime's float path with MLAS's approximations,
+        # which the tables do not reproduce (Sigmoid: 6 of 8,400 values differed by 1 LSB at 16 bits)
+        raise UnsupportedError(f"{lw.label}: {x.dtype} -> {y.dtype} (supported: 8-bit data)")
     if op.kind == "onnx.HardSigmoid":
         fn = hard_sigmoid(float(lw.attr("alpha")), float(lw.attr("beta")))
     else:
@@ -45,18 +49,26 @@ def lower_unary(lw: Lowerer, op: Op) -> None:
 @rule("onnx.QLinearAdd", "onnx.QLinearMul", "onnx.Sub")
 def lower_binary(lw: Lowerer, op: Op) -> None:
     a, b, y = lw.tensor_in(0), lw.tensor_in(1), lw.tensor_out(0)
-    scalar = "a" if a.size == 1 and b.size > 1 else "b" if b.size == 1 and a.size > 1 else ""
-    if a.shape != b.shape and not scalar:
-        raise UnsupportedError(f"{lw.label}: broadcasting {list(a.shape)} with {list(b.shape)} (supported: equal "
-                               "shapes, or one operand with a single element)")
+    scalar = str(lw.attr("scalar", ""))  # onnxruntime's kernel form, from the ONNX-layout shapes (import)
+    try:
+        broadcast_ok = np.broadcast_shapes(a.shape, b.shape) == tuple(y.shape)
+    except ValueError:
+        broadcast_ok = False
+    if not broadcast_ok:
+        raise UnsupportedError(f"{lw.label}: {list(a.shape)} and {list(b.shape)} do not broadcast to the result's "
+                               f"{list(y.shape)}")
+    if a.dtype.bits != 8 or b.dtype.bits != 8:
+        raise UnsupportedError(f"{lw.label}: {a.dtype} x {b.dtype} operands (supported: 8-bit, whose every pair of "
+                               "values is tabulated)")
     quants = [t.quant for t in (a, b, y)]
     unsigned = bool(lw.attr("unsigned", False))
     if unsigned:  # onnxruntime's arithmetic on the uint8 values (the storage here is int8, q - 128)
         quants = [QuantType.per_tensor("u8", q.scale, q.zero_point + 128) for q in quants]
-    if op.kind == "onnx.QLinearAdd":
+    if op.kind == "onnx.Sub" or lw.attr("float_path", False):  # onnxruntime runs a QDQ model's Sub (no
+        # QLinear kernel) and an int8 Add of a constant (not fused) in float between DQ and Q
+        values = float_binary_table(*quants, np.subtract if op.kind == "onnx.Sub" else np.add)
+    elif op.kind == "onnx.QLinearAdd":
         values = add_table(*quants, scalar)
-    elif op.kind == "onnx.Sub":  # a QDQ model's (onnxruntime has no QLinear kernel: it runs the float path)
-        values = float_binary_table(*quants, np.subtract)
     else:
         values = mul_table(*quants)
     values = values - 128 if unsigned else values

@@ -1,4 +1,5 @@
-"""ONNX data movement on stored values: RESHAPE, TRANSPOSE, CONCAT, PAD, SLICE / STRIDED_COPY (exact).
+"""ONNX data movement on stored values: RESHAPE, TRANSPOSE, CONCAT, PAD, SLICE / STRIDED_COPY, and GATHER of
+constant indices (exact).
 
 QLinearConcat requantizes each input whose quantization differs from the output's the way onnxruntime does
 (dequantize, quantize: a 256-entry table of MLAS's float32 formula per input, exact), then CONCAT.
@@ -6,10 +7,13 @@ QLinearConcat requantizes each input whose quantization differs from the output'
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...ir.graph import Op, Tensor
 from ...primitives.elementwise import contiguous_strides
 from ...semantics.onnxruntime import unary_table
 from ..base import Lowerer, rule
+from ..common import reshape
 from .tables import table
 
 
@@ -73,3 +77,21 @@ def lower_slice(lw: Lowerer, op: Op) -> None:
     offset = sum(b * s for b, s in zip(begin, in_strides, strict=True))
     lw.emit("STRIDED_COPY", [x.name], [y.name], offset=offset,
             strides=[st * s for st, s in zip(steps, in_strides, strict=True)])
+
+
+@rule("onnx.Gather")
+def lower_gather(lw: Lowerer, op: Op) -> None:
+    """Constant indices along `axis`: a SLICE when they are consecutive, else TOSA's GATHER of rows on the data
+    viewed as [outer, axis, inner] (the same indices for every outer position)."""
+    x, y = lw.tensor_in(0), lw.tensor_out(0)
+    axis, indices = int(lw.attr("axis")), [int(i) for i in lw.attr("indices")]
+    if indices == list(range(indices[0], indices[0] + len(indices))):
+        start = [0] * len(x.shape)
+        start[axis] = indices[0]
+        lw.emit("SLICE", [x.name], [y.name], start=start, size=list(y.shape))
+        return
+    outer, inner = int(np.prod(x.shape[:axis], dtype=np.int64)), int(np.prod(x.shape[axis + 1:], dtype=np.int64))
+    rows = lw.const(f"{y.name}_indices", np.tile(np.asarray(indices, np.int32), (outer, 1)), "i32")
+    picked = lw.temp(f"{y.name}_rows", (outer, len(indices), inner), y.dtype)
+    lw.emit("GATHER", [reshape(lw, x.name, (outer, x.shape[axis], inner)), rows], [picked])
+    lw.emit("RESHAPE", [picked], [y.name], shape=list(y.shape))

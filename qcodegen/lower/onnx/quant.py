@@ -44,11 +44,11 @@ def lower_rebase(lw: Lowerer, op: Op) -> None:
 
 @rule("onnx.Requantize")
 def lower_requantize(lw: Lowerer, op: Op) -> None:
-    """A QDQ model's dequantize -> [clamp] -> quantize on 8-bit data (qcodegen/frontends/onnx_qdq.py): onnxruntime
-    runs the float ops, so the result is a function of the stored value, a 256-entry TABLE of its float32
-    arithmetic (exact). Relu and Clip give the float bounds min / max."""
+    """A QDQ model's dequantize -> [clamp] -> quantize on 8- or 16-bit data (qcodegen/frontends/onnx_qdq.py):
+    onnxruntime runs the float ops, so the result is a function of the stored value, a table of its float32
+    arithmetic (exact; 256 or 65,536 entries). Relu and Clip give the float bounds min / max."""
     x, y = lw.tensor_in(0), lw.tensor_out(0)
-    if x.dtype.bits != 8 or y.dtype.bits != 8:
-        raise lw.error(f"requantization of {x.dtype} {x.name!r} to {y.dtype} (supported: 8-bit data)")
+    if x.dtype.bits not in (8, 16) or y.dtype.bits not in (8, 16):
+        raise lw.error(f"requantization of {x.dtype} {x.name!r} to {y.dtype} (supported: 8- and 16-bit data)")
     lo, hi = np.float32(lw.attr("min", -np.inf)), np.float32(lw.attr("max", np.inf))
     table(lw, x, unary_table(x.quant, y.quant, lambda v: np.clip(v, lo, hi)), y.name, y.dtype)
