@@ -103,9 +103,8 @@ def _conv_cases(prog: Program, rng: np.random.Generator) -> None:
             acc = conv_accumulators(x, w, bias, izp)
             expected = rescale(acc, mults, shifts, ROUNDINGS[dbl], zp, lo, hi, "i16" if out16 else "i8")
             stream = prog.array("int32_t", layouts.mve_pw4x2(w, rows, bias, izp, mults, shifts))
-            m, s1 = (0, 0) if pc else (mults[0], 31 - shifts[0])
             ctype, suffix = ("int16_t", "s16") if out16 else ("int8_t", "s8")
-            params = (f"  const qc_mve_conv_params P = {{{stream}, {rows}, {k}, {pc}, {dbl}, {m}, {s1}, {zp}, {lo}, "
+            params = (f"  const qc_mve_conv_params P = {{{stream}, {rows}, {k}, {dbl}, {zp}, {lo}, "
                       f"{hi}}};\n  {ctype} y[{3 * rows}];\n")
             xs = prog.array("int8_t", x)
             # one call a function, as in a step (the asm needs 11 core registers); the last pixel paired with itself

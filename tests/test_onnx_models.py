@@ -2,7 +2,7 @@
 shapes here; the full ones in bench/onnx_bench.py), quantized by onnxruntime's quantize_static in the operator
 format (per tensor with uint8 activations, per channel with int8) and in the QDQ format (both granularities, both
 activation types; not int8 ResNet-8, where onnxruntime runs some Convs in float: docs/onnx.md), compiled and run on
-generic C, an x86 SIMD target and Cortex-M4: every output element equals onnxruntime's.
+generic C, an x86 SIMD target, Cortex-M4 and Cortex-M55: every output element equals onnxruntime's.
 
 The weights are quantized with reduce_range (7 bits): onnxruntime's x86 kernels without VNNI accumulate u8 x s8
 pairs in saturating int16 (MLAS, VPMADDUBSW), which 7-bit weights cannot overflow, so onnxruntime is an exact
@@ -78,6 +78,7 @@ def test_generic_c_equals_onnxruntime(model, config):
 @pytest.mark.parametrize("target,model,config", [
     ("x86-avx2", "ds_cnn", "per_channel_int8"), ("cortex-m4", "mobilenet_v1", "per_tensor_uint8"),
     ("x86-avx2", "resnet8", "qdq_per_tensor_uint8"), ("cortex-m4", "ds_cnn", "qdq_per_channel_int8"),
+    ("cortex-m55", "ds_cnn", "per_tensor_uint8"),
 ])
 def test_targets_equal_onnxruntime(target, model, config):
     _check(model, config, target, samples=2)

@@ -10,21 +10,20 @@
 
 /* ---- requantized convolutions: qc_mve_conv_{1px,2px}_{s8,s16} ----
    The constants of a step: q: the mve_pw4x2 stream (per block of 4 output channels, the rows after the last whole
-   block padded with zero rows: the 4 accumulator starts bias - izp * the row's sum, the rows' 16-byte chunks, and
-   with per-channel scales the 4 multipliers and the 4 VRSHL counts 31 - shift; one pointer walks it); rows: the
-   output channels; k: the row length; pc: per-channel scales (else m, s1 = 31 - shift for every channel); dbl: the
-   double rounding; zp: the output zero point; lo, hi: the clamp. */
+   block padded with zero rows: the 4 accumulator starts bias - izp * the row's sum, the rows' 16-byte chunks, the
+   4 multipliers and the 4 VRSHL counts 31 - shift, per-tensor scales repeated (as constants of the loop they left
+   GCC 12 no registers for the pair's asm); one pointer walks it); rows: the output channels; k: the row length;
+   dbl: the double rounding; zp: the output zero point; lo, hi: the clamp. */
 typedef struct {
   const int32_t *q;
-  int32_t rows, k, pc, dbl, m, s1, zp, lo, hi;
+  int32_t rows, k, dbl, zp, lo, hi;
 } qc_mve_conv_params;
 
-/* The multipliers and VRSHL counts 31 - shift of a block: from q (per-channel scales) or the step's. */
-QC_MVE_INLINE const int32_t *qc_mve_conv_scales(const int32_t *q, const qc_mve_conv_params *P, int32x4_t *m,
-                                                int32x4_t *s1) {
-  *m = P->pc ? vldrwq_s32(q) : vdupq_n_s32(P->m);
-  *s1 = P->pc ? vldrwq_s32(q + 4) : vdupq_n_s32(P->s1);
-  return P->pc ? q + 8 : q;
+/* The multipliers and VRSHL counts 31 - shift of a block, from q. */
+QC_MVE_INLINE const int32_t *qc_mve_conv_scales(const int32_t *q, int32x4_t *m, int32x4_t *s1) {
+  *m = vldrwq_s32(q);
+  *s1 = vldrwq_s32(q + 4);
+  return q + 8;
 }
 
 /* A block's sums v (4 output channels) requantized (qc_mve_scale32: exact for shifts 32..62) and clamped, stored
@@ -162,7 +161,7 @@ QC_MVE_INLINE const int32_t *qc_mve_pw_rows(const qc_mve_conv_params *P, const i
                                             const int8_t *x1, int8x16_t xa, int8x16_t xb, int32_t k, char *y,
                                             int32_t ys, int32_t left, int out16) {
   int32x4_t va, vb, m, s1;
-  q = qc_mve_conv_scales(qc_mve_pw_block(q, x0, x1, xa, xb, k, &va, &vb), P, &m, &s1);
+  q = qc_mve_conv_scales(qc_mve_pw_block(q, x0, x1, xa, xb, k, &va, &vb), &m, &s1);
   qc_mve_conv_store(va, m, s1, y, P, left, out16);
   qc_mve_conv_store(vb, m, s1, y + ys, P, left, out16);
   return q;
@@ -234,7 +233,7 @@ QC_MVE_INLINE const int32_t *qc_mve_px_block(const int32_t *q, const int8_t *x0,
 QC_MVE_INLINE const int32_t *qc_mve_px_rows(const qc_mve_conv_params *P, const int32_t *q, const int8_t *x,
                                             int8x16_t xa, int32_t k, char *y, int32_t left, int out16) {
   int32x4_t v, m, s1;
-  q = qc_mve_conv_scales(qc_mve_px_block(q, x, xa, k, &v), P, &m, &s1);
+  q = qc_mve_conv_scales(qc_mve_px_block(q, x, xa, k, &v), &m, &s1);
   qc_mve_conv_store(v, m, s1, y, P, left, out16);
   return q;
 }

@@ -49,18 +49,14 @@ def _dbl(rq: Requantization) -> int:
 @dataclass(frozen=True)
 class ConvPixels:
     """form "conv_px": fn (qc_mve_conv_2px_* for pixel pairs, or qc_mve_conv_1px_*) per pair or pixel, every output
-    channel requantized inside; the qc_mve_conv_params: rows, k, per_channel (the scales in the stream), dbl, and the
-    per-tensor multiplier and 31 - shift (0 when per channel), zp, lo, hi."""
+    channel requantized inside; the qc_mve_conv_params: rows, k, dbl, zp, lo, hi (the scales are in the stream)."""
 
     fn: str
     pairs: bool
     pixels: int
     rows: int
     k: int
-    per_channel: bool
     dbl: int
-    multiplier: int
-    s1: int
     zp: int
     lo: int
     hi: int
@@ -179,9 +175,7 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, reason: str) -> KernelChoice:
     pairs = c.pixels >= 2
     out = "s16" if c.y.dtype.ctype == "int16_t" else "s8"
     fn = f"qc_mve_conv_{'2px' if pairs else '1px'}_{out}"
-    params = ConvPixels(fn, pairs, c.pixels, c.rows, c.k, rq.per_channel, _dbl(rq),
-                        0 if rq.per_channel else rq.multipliers[0], 0 if rq.per_channel else 31 - rq.shifts[0],
-                        rq.output_zp, rq.lo, rq.hi)
+    params = ConvPixels(fn, pairs, c.pixels, c.rows, c.k, _dbl(rq), rq.output_zp, rq.lo, rq.hi)
     arrays = {"stream": step_array(names, "pw4x2", stream)}
     return KernelChoice(fn, reason, "mve_pw4x2", "conv_px", arrays, params, frozenset({1, 2}),
                         step_constants=False, files=CONV_FILES)
