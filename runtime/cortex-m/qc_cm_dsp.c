@@ -72,27 +72,11 @@
             [c2] "m"(o[4 * (ky) + 2]), [c3] "m"(o[4 * (ky) + 3])                                                    \
           : "memory")
 
-/* The int8 outputs of channel k of pixel A (accumulator A) and of B (B) for qc_dsp_rq8 mode 2 without the clamp, the
-   channel's pair {m, s} (at r + off bytes) loaded once for both: 8 instructions per output, where GCC, short of
-   registers after the 8 accumulators, reloads the constants (~11). A and B are clobbered; ya, yb: A's and B's
-   outputs. One asm statement per channel (all four in one would need 14 registers at once). */
+/* The int8 outputs of channel k of pixel A (accumulator A, clobbered) at ya + k and of B (B) at yb + k in mode 2
+   without the clamp (QC_DSP_RQN_*), the channel's pair at r + off bytes. One asm statement per channel (all four
+   in one would need more than the 14 registers). */
 #define QC_DSP_DW2_RQN(k, A, B, off)                                                                                \
-  __asm__ volatile("ldr %[m], [%[r], #" off "]\n\t"                                                               \
-                   "add %[s], %[a], %[a]\n\t"                                                                      \
-                   "smmulr %[s], %[s], %[m]\n\t"                                                                   \
-                   "add %[a], %[s], %[a], asr #31\n\t"                                                             \
-                   "ldr %[s], [%[r], #" off " + 4]\n\t"                                                           \
-                   "asr %[a], %[a], %[s]\n\t"                                                                      \
-                   "add %[a], %[a], %[zp]\n\t"                                                                     \
-                   "ssat %[a], #8, %[a], asr #1\n\t"                                                               \
-                   "strb %[a], [%[ya], #" k "]\n\t"                                                               \
-                   "add %[a], %[b], %[b]\n\t"                                                                      \
-                   "smmulr %[a], %[a], %[m]\n\t"                                                                   \
-                   "add %[b], %[a], %[b], asr #31\n\t"                                                             \
-                   "asr %[b], %[b], %[s]\n\t"                                                                      \
-                   "add %[b], %[b], %[zp]\n\t"                                                                     \
-                   "ssat %[b], #8, %[b], asr #1\n\t"                                                               \
-                   "strb %[b], [%[yb], #" k "]"                                                                     \
+  __asm__ volatile(QC_DSP_RQN_FIRST("a", "ya", k, off) QC_DSP_RQN_NEXT("b", "yb", k, "a")                          \
                    : [a] "+r"(A), [b] "+r"(B), [m] "=&r"(m), [s] "=&r"(sh)                                        \
                    : [r] "r"(r), [zp] "r"(zp2p1), [ya] "r"(ya), [yb] "r"(yb)                                        \
                    : "memory")

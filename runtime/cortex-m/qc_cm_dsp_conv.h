@@ -392,6 +392,15 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_pair(const
     }                                                                                                               \
   } while (0)
 
+/* The int8 outputs of one row (channel) of qc_dsp_conv_triple's 3 pixels, accumulators A, B, C (clobbered), at
+   byte k of y0 + oc, y1 + oc, y2 + oc in mode 2 without the clamp (QC_DSP_RQN_*), the row's pair at R. */
+#define QC_DSP_3PX_RQN(k, A, B, C, R)                                                                              \
+  __asm__ volatile(QC_DSP_RQN_FIRST("a", "y0", k, "0") QC_DSP_RQN_NEXT("b", "y1", k, "a")                          \
+                   QC_DSP_RQN_NEXT("c", "y2", k, "b")                                                              \
+                   : [a] "+r"(A), [b] "+r"(B), [c] "+r"(C), [m] "=&r"(m), [s] "=&r"(sh)                            \
+                   : [r] "r"(R), [zp] "r"(zp2p1), [y0] "r"(y0 + oc), [y1] "r"(y1 + oc), [y2] "r"(y2 + oc)         \
+                   : "memory")
+
 /* Every output channel (rows even) of three output pixels, int8 at y0, y1, y2: per pair of rows the 3 x 2 sums
    (asm loops over groups by 8, then one by one; fixed > 0: that many groups, all unrolled: the kernels of small
    rows; GCC keeps a loop for a loop of asm, even of 2 groups), started at base, each requantized by qc_dsp_rq8. */
@@ -431,6 +440,12 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
       }
     }
     const int32_t *r0 = pc ? rq + 2 * oc : rq, *r1 = pc ? r0 + 2 : rq;
+    if (mode == 2 && !clamp) {  /* per row, its pair loaded once for the 3 pixels (QC_DSP_RQN_*) */
+      uint32_t m, sh;
+      QC_DSP_3PX_RQN("0", s0, s2, s4, r0);
+      QC_DSP_3PX_RQN("1", s1, s3, s5, r1);
+      continue;
+    }
     y0[oc] = qc_dsp_rq8(s0, r0, zp2p1, lo, hi, mode, clamp);
     y0[oc + 1] = qc_dsp_rq8(s1, r1, zp2p1, lo, hi, mode, clamp);
     y1[oc] = qc_dsp_rq8(s2, r0, zp2p1, lo, hi, mode, clamp);
