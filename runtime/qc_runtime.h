@@ -7,6 +7,9 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#if defined(__STDC_HOSTED__) && __STDC_HOSTED__
+#include <string.h> /* memmove: the block copies of data-movement steps on targets with a C library */
+#endif
 
 #if defined(__GNUC__) || defined(__clang__)
 #define QC_INLINE static __inline__ __attribute__((always_inline))

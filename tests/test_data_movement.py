@@ -15,6 +15,7 @@ from qcodegen.ir.dtypes import dtype
 from qcodegen.ir.schedule import INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
 from qcodegen.reference import run_reference
 from qcodegen.testing import Var, assert_bit_exact, prepare, step_schedule
+from qcodegen.verify.runners import unavailable
 
 TYPES = ["i8", "u8", "i16", "u16", "i32", "f32"]
 shapes = st.lists(st.integers(1, 5), min_size=1, max_size=4).map(tuple)
@@ -152,3 +153,36 @@ def test_concat_c_matches_reference(shape, dt, data):
 def test_reshape_c_matches_reference(shape, dt, data):
     flat = data.draw(st.permutations([d for d in shape]))  # same size, other order
     assert_bit_exact(one("RESHAPE", shape, tuple(flat), dt, shape=list(flat)), samples=2)
+
+
+
+def movement_chain_schedule(dt: str) -> Schedule:
+    """SLICE of whole rows (one contiguous run) and of columns (a run per row), PAD (a run per row), CONCAT (a run
+    per row of each input), TRANSPOSE (element loops): one model of block copies and element loops."""
+    s = Schedule(f"moves_{dt}")
+    s.add_buffer(Buffer("x", (6, 5), dtype(dt), INPUT))
+    for name, shape in (("rows", (3, 5)), ("padded", (4, 7)), ("cols", (4, 3)), ("joined", (4, 10))):
+        s.add_buffer(Buffer(name, shape, dtype(dt), TEMP))
+    s.add_buffer(Buffer("y", (10, 4), dtype(dt), OUTPUT))
+    s.inputs, s.outputs = ["x"], ["y"]
+    s.steps = [Step("SLICE", ["x"], ["rows"], dict(start=[2, 0], size=[3, 5])),
+               Step("PAD", ["rows"], ["padded"], dict(padding=[1, 0, 1, 1], pad_const=0)),
+               Step("SLICE", ["x"], ["cols"], dict(start=[1, 1], size=[4, 3])),
+               Step("CONCAT", ["cols", "padded"], ["joined"], dict(axis=1)),
+               Step("TRANSPOSE", ["joined"], ["y"], dict(perms=[1, 0]))]
+    return s
+
+
+@pytest.mark.parametrize("dt", ["i8", "i16", "f32"])
+def test_cortex_m_block_copies(dt, tmp_path):
+    """Cortex-M: every contiguous run of a data-movement step is one memmove (5 here: the rows SLICE, PAD's
+    rows, the columns SLICE's rows, CONCAT's two inputs' rows; TRANSPOSE keeps its element loop); bit-exact
+    under QEMU."""
+    target = load_target("cortex-m4")
+    if unavailable(target):
+        pytest.skip(f"cortex-m4: {unavailable(target)}")
+    sched = prepare(movement_chain_schedule(dt))
+    model = generate(sched, tmp_path, target)
+    code = (model.outdir / f"{model.name}.c").read_text()
+    assert code.count("memmove(") == 5
+    assert_bit_exact(sched, samples=2, target=target)

@@ -29,10 +29,24 @@ I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 
 @dataclass(frozen=True)
 class LoopNest:
-    """Loops `for (int32_t iK = 0; iK < dims[K]; ++iK)` and one C index expression per operand."""
+    """Loops `for (int32_t iK = 0; iK < dims[K]; ++iK)` and one C index expression per operand (`bases` plus
+    `strides[operand][K]` times iK)."""
 
     dims: list[int]
     index: list[str]
+    strides: list[list[int]]
+    bases: list[int]
+
+    @property
+    def contiguous_run(self) -> int:
+        """The innermost loop's extent when every operand's index steps by 1 along it (one block copy), else 0."""
+        return self.dims[-1] if self.dims and all(s[-1] == 1 for s in self.strides) else 0
+
+    def outer(self) -> LoopNest:
+        """The nest without its innermost loop: the operands' indices at its first iteration."""
+        return LoopNest(self.dims[:-1], [_index_expr(b, s[:-1]) for b, s in zip(self.bases, self.strides,
+                                                                                   strict=True)],
+                        [s[:-1] for s in self.strides], self.bases)
 
 
 def contiguous_strides(shape: tuple[int, ...]) -> list[int]:
@@ -69,8 +83,8 @@ def loop_nest(extents: list[int] | tuple[int, ...], strides: list[list[int]],
         else:
             merged.append((extent, st))
     per_operand = [[st[j] for _, st in merged] for j in range(len(strides))]
-    return LoopNest([e for e, _ in merged], [_index_expr(b, s) for b, s in zip(bases, per_operand,
-                                                                              strict=True)])
+    return LoopNest([e for e, _ in merged], [_index_expr(b, s) for b, s in zip(bases, per_operand, strict=True)],
+                    per_operand, bases)
 
 
 def broadcast_nest(io: StepIO) -> LoopNest:

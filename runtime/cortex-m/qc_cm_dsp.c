@@ -72,6 +72,21 @@
             [c2] "m"(o[4 * (ky) + 2]), [c3] "m"(o[4 * (ky) + 3])                                                    \
           : "memory")
 
+/* The int8 outputs of channel k of pixel A (accumulator A, clobbered) at ya + k and of B (B) at yb + k in mode 2
+   without the clamp (QC_DSP_RQN_*), the channel's pair at r + off bytes. One asm statement per channel (all four
+   in one would need more than the 14 registers). */
+#define QC_DSP_DW2_RQN(k, A, B, off)                                                                                \
+  __asm__ volatile(QC_DSP_RQN_FIRST("a", "ya", k, off) QC_DSP_RQN_NEXT("b", "yb", k, "a")                          \
+                   : [a] "+r"(A), [b] "+r"(B), [m] "=&r"(m), [s] "=&r"(sh)                                        \
+                   : [r] "r"(r), [zp] "r"(zp2p1), [ya] "r"(ya), [yb] "r"(yb)                                        \
+                   : "memory")
+/* The 4 channels' outputs, their pairs at byte offsets o0..o3 from r (0 for all: one pair for every channel). */
+#define QC_DSP_DW2_RQN4(o0, o1, o2, o3)                                                                            \
+  QC_DSP_DW2_RQN("0", a0, a4, o0);                                                                                  \
+  QC_DSP_DW2_RQN("1", a1, a5, o1);                                                                                  \
+  QC_DSP_DW2_RQN("2", a2, a6, o2);                                                                                  \
+  QC_DSP_DW2_RQN("3", a3, a7, o3)
+
 /* qc_dsp_dw_pixels for pairs of pixels (count / 2 of them; n % 4 == 0, 9 taps at tab, qc_dsp_dw_pairable): per
    block of 4 channels, 8 accumulators over the 12 input words of both windows (each word widened once for the
    two pixels), then the int8 outputs (qc_dsp_rq8) of A at y, of B at y + n. o: the 12 columns' offsets, a local
@@ -97,6 +112,16 @@ static inline __attribute__((always_inline)) void qc_dsp_dw_pairs(const qc_dsp_d
       QC_DSP_DW2_ROW(1, 40, 48, 56);
       QC_DSP_DW2_ROW(2, 64, 72, 80);
       const int32_t *r = pc ? rq + 2 * c : rq;
+      if (mode == 2 && !clamp) {
+        uint32_t m, sh;
+        int8_t *ya = y + c, *yb = y + n + c;
+        if (pc) {
+          QC_DSP_DW2_RQN4("0", "8", "16", "24");
+        } else {
+          QC_DSP_DW2_RQN4("0", "0", "0", "0");
+        }
+        continue;
+      }
       y[c] = qc_dsp_rq8(a0, r, zp2p1, lo, hi, mode, clamp);
       y[c + 1] = qc_dsp_rq8(a1, pc ? r + 2 : r, zp2p1, lo, hi, mode, clamp);
       y[c + 2] = qc_dsp_rq8(a2, pc ? r + 4 : r, zp2p1, lo, hi, mode, clamp);

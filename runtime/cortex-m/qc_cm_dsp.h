@@ -95,4 +95,27 @@ static inline __attribute__((always_inline, unused)) int8_t qc_dsp_rq8(int32_t v
   return (int8_t)r;
 }
 
+/* qc_dsp_rq8 mode 2 without the clamp as asm text, for kernels that store several outputs of one channel (pixels
+   of a block) with the channel's pair {m, s} loaded once: 7 instructions per output plus the pair's 2 loads, where
+   GCC, short of registers after a block's accumulators, reloads the constants. QC_DSP_RQN_FIRST loads the pair
+   from r + off bytes (off: a literal) and stores accumulator a requantized at byte k of pointer y (ADD, SMMULR,
+   ADD (v >> 31), ASR, ADD zp2p1, SSAT, STRB), s serving as its temporary before it is loaded; QC_DSP_RQN_NEXT does
+   the same for the next accumulator of the channel with the pair in m, s and t (an accumulator already stored) as
+   its temporary. The accumulators are clobbered. Operands: [m], [s] "=&r"; [r], [zp] "r". */
+#define QC_DSP_RQN_FIRST(a, y, k, off)                                                                             \
+  "ldr %[m], [%[r], #" off "]\n\t"                                                                                \
+  "add %[s], %[" a "], %[" a "]\n\t"                                                                              \
+  "smmulr %[s], %[s], %[m]\n\t"                                                                                   \
+  "add %[" a "], %[s], %[" a "], asr #31\n\t"                                                                     \
+  "ldr %[s], [%[r], #" off " + 4]\n\t" QC_DSP_RQN_STORE(a, y, k)
+#define QC_DSP_RQN_NEXT(a, y, k, t)                                                                                \
+  "add %[" t "], %[" a "], %[" a "]\n\t"                                                                          \
+  "smmulr %[" t "], %[" t "], %[m]\n\t"                                                                           \
+  "add %[" a "], %[" t "], %[" a "], asr #31\n\t" QC_DSP_RQN_STORE(a, y, k)
+#define QC_DSP_RQN_STORE(a, y, k)                                                                                  \
+  "asr %[" a "], %[" a "], %[s]\n\t"                                                                              \
+  "add %[" a "], %[" a "], %[zp]\n\t"                                                                             \
+  "ssat %[" a "], #8, %[" a "], asr #1\n\t"                                                                       \
+  "strb %[" a "], [%[" y "], #" k "]\n\t"
+
 #endif

@@ -392,6 +392,19 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_pair(const
     }                                                                                                               \
   } while (0)
 
+/* The int8 outputs of both rows (channels oc, oc + 1) of qc_dsp_conv_triple's 3 pixels, accumulators s0..s5
+   (clobbered), at y0 + oc, y1 + oc, y2 + oc in mode 2 without the clamp (QC_DSP_RQN_*): each row's pair loaded
+   once for its 3 pixels, row 1's at r0 + off bytes (off: 8 per channel, 0 with one pair for all). One asm
+   statement: per row, GCC added register moves around the statements. */
+#define QC_DSP_3PX_RQN(off)                                                                                        \
+  __asm__ volatile(QC_DSP_RQN_FIRST("a", "y0", "0", "0") QC_DSP_RQN_NEXT("b", "y1", "0", "a")                      \
+                   QC_DSP_RQN_NEXT("c", "y2", "0", "b") QC_DSP_RQN_FIRST("d", "y0", "1", off)                      \
+                   QC_DSP_RQN_NEXT("e", "y1", "1", "d") QC_DSP_RQN_NEXT("f", "y2", "1", "e")                       \
+                   : [a] "+r"(s0), [b] "+r"(s2), [c] "+r"(s4), [d] "+r"(s1), [e] "+r"(s3), [f] "+r"(s5),            \
+                     [m] "=&r"(m), [s] "=&r"(sh)                                                                   \
+                   : [r] "r"(r0), [zp] "r"(zp2p1), [y0] "r"(y0 + oc), [y1] "r"(y1 + oc), [y2] "r"(y2 + oc)         \
+                   : "memory")
+
 /* Every output channel (rows even) of three output pixels, int8 at y0, y1, y2: per pair of rows the 3 x 2 sums
    (asm loops over groups by 8, then one by one; fixed > 0: that many groups, all unrolled: the kernels of small
    rows; GCC keeps a loop for a loop of asm, even of 2 groups), started at base, each requantized by qc_dsp_rq8. */
@@ -431,6 +444,15 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
       }
     }
     const int32_t *r0 = pc ? rq + 2 * oc : rq, *r1 = pc ? r0 + 2 : rq;
+    if (mode == 2 && !clamp) {  /* each row's pair loaded once for the 3 pixels (QC_DSP_3PX_RQN) */
+      uint32_t m, sh;
+      if (pc) {
+        QC_DSP_3PX_RQN("8");
+      } else {
+        QC_DSP_3PX_RQN("0");
+      }
+      continue;
+    }
     y0[oc] = qc_dsp_rq8(s0, r0, zp2p1, lo, hi, mode, clamp);
     y0[oc + 1] = qc_dsp_rq8(s1, r1, zp2p1, lo, hi, mode, clamp);
     y1[oc] = qc_dsp_rq8(s2, r0, zp2p1, lo, hi, mode, clamp);
