@@ -1,0 +1,79 @@
+"""Kernel choice for Hexagon HVX in 128-byte mode (target hexagon-hvx; kernels in runtime/hexagon/qc_hvx.h, call
+sites in templates/hvx/_dot.c.j2).
+
+CONV2D (pointwise, general: each pixel's gathered window, fully connected: one pixel) of int8 x int8 with weight
+zero point 0, constant weights and rows of at most 65,535 elements: the output channels of a pixel as VRMPY dot
+products, 32 rows a vector (qc_hvx_dot_rows32_s8 over the rows32 weights, which replace the int8 weights), then
+stored channel by channel by the template's store (bias, izp x the row sums made at generation time, the
+requantization). Weight layout compact takes it only where rows32 adds no byte (rows a multiple of 32, row length
+a multiple of 4); fast also where it pads with zeros. Other steps run the portable loops."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...ir.schedule import StepIO
+from ..conv import ConvStep, conv_step
+from ..generic import portable
+from ..layouts import row_sums
+from ..names import ArrayNames
+from ..record import KernelChoice, const_array, step_array
+from . import layouts
+
+FILES = ("hexagon/qc_hvx.h",)
+STEP_ATTRIBUTES = ""
+MAX_ROW = 65535  # |a lane's sum| <= 2^14 k < 2^31 (qc_hvx_dot_rows32_s8)
+
+
+@dataclass(frozen=True)
+class DotRows32:
+    """form "dot_rows32": a pixel's `rows` sums from `blocks` blocks of 32 rows of length k (qc_hvx_dot_rows32_s8,
+    arrays["weights"]: rows32), the zero-point terms in arrays["zero_point_terms"] when izp != 0."""
+
+    rows: int
+    k: int
+    blocks: int
+
+
+def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoice:
+    c = conv_step(io)
+    if c is None:
+        return portable(io)
+    if c.widened:  # (templates/generic/_window.c.j2 dot_hooks: the generic hooks render it)
+        return portable(io, "range analysis widened the step: int64 accumulators, saturated")
+    if c.op == "CONV2D":
+        return _conv(c, names, layout) or portable(io, _why_not_conv(c, layout))
+    return portable(io, "depthwise: no HVX kernel yet")
+
+
+def _why_not_conv(c: ConvStep, layout: str) -> str:
+    if not c.channels_hook:
+        return "a window of more than 4096 elements: summed tap by tap"
+    if layout == "compact" and _padded(c):
+        return f"weight layout compact: rows32 would pad {c.rows} rows of {c.k} elements with zeros"
+    return f"not int8 x int8 with weight zero point 0, constant weights and rows of at most {MAX_ROW} elements"
+
+
+def _padded(c: ConvStep) -> bool:
+    return layouts.rows32_bytes(c.rows, c.k) > c.rows * c.k
+
+
+def _conv(c: ConvStep, names: ArrayNames, layout: str) -> KernelChoice | None:
+    if not (c.channels_hook and c.int8 and c.wzp == 0 and c.constant_weights and c.k <= MAX_ROW):
+        return None
+    if layout == "compact" and _padded(c):
+        return None
+    rows = c.weight_rows()
+    arrays = {"weights": const_array(names.relaid(c.w.name, "rows32"), layouts.rows32(rows))}
+    if c.izp != 0:
+        terms = c.izp * row_sums(rows, c.rows).astype(np.int64)  # |izp x sum| <= 2^7 2^7 k < 2^31
+        arrays["zero_point_terms"] = step_array(names, "izp_terms", terms.astype(np.int32))
+    blocks = -(-c.rows // layouts.LANES)
+    reason = f"int8 x int8, weight zero point 0, constant rows of {c.k} elements, {blocks} blocks of 32 rows"
+    return KernelChoice("qc_hvx_dot_rows32_s8", reason, layout="rows32", form="dot_rows32", arrays=arrays,
+                        params=DotRows32(c.rows, c.k, blocks), unread=frozenset({1}), files=FILES)
+
+
+__all__ = ["STEP_ATTRIBUTES", "choose"]
