@@ -1,7 +1,8 @@
 """The HVX kernels of runtime/hexagon/qc_hvx.h on their own: one program, built with target hexagon-hvx's compiler
-and flags and run under qemu-hexagon, calls qc_hvx_dot_rows32_s8 on seeded random and extreme operands whose
-weights are laid out by the family's own layouts (qcodegen/kernels/hvx/layouts.py rows32); its results must equal
-the numpy CONV2D primitive's accumulators element for element. The kernel choices are checked without rendering."""
+and flags and run under qemu-hexagon, calls qc_hvx_dot_rows32_s8 (weights laid out by the family's own layouts,
+qcodegen/kernels/hvx/layouts.py rows32) and qc_hvx_dw_tap_s8 on seeded random and extreme operands; the results
+must equal the numpy CONV2D / DEPTHWISE_CONV2D primitives' accumulators element for element. The kernel choices
+are checked without rendering."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from qcodegen.codegen import load_target
-from qcodegen.kernel_testing import KernelProgram, conv_accumulators, conv_schedule
+from qcodegen.kernel_testing import KernelProgram, conv_accumulators, conv_schedule, depthwise_accumulators
 from qcodegen.kernels import plan_kernels
 from qcodegen.kernels.hvx import layouts
 from qcodegen.resources import data_path
@@ -38,6 +39,23 @@ def _dot_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
                        f"{blocks}, r);", "r", sums[pixel])
 
 
+def _depthwise_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
+    """qc_hvx_dw_tap_s8 over the taps of one output pixel (a 1 x taps window) from the bias, against the numpy
+    DEPTHWISE_CONV2D: 32, 64, 96 and 256 channels (a last block of 32 or 64), input zero points -128, 0 and 127;
+    extreme values: x - izp = 255 with w = -128 (the largest product), -128 x -128."""
+    for c, taps, izp in ((32, 3, -128), (64, 9, 0), (96, 2, 127), (256, 3, -128)):
+        x = rng.integers(-128, 128, (1, 1, taps, c))
+        w = rng.integers(-128, 128, (1, taps, c))
+        x[0, 0, 0], w[0, 0] = 127, -128
+        x[0, 0, -1], w[0, -1] = -128, -128
+        bias = rng.integers(-(1 << 20), 1 << 20, c)
+        acc = depthwise_accumulators(x, w, bias, izp)[0, 0, 0]
+        xs, ws = prog.array("int8_t", x), prog.array("int8_t", w)
+        prog.check(f"  int32_t r[{c}];\n  for (int32_t ch = 0; ch < {c}; ++ch) r[ch] = "
+                   f"{prog.array('int32_t', bias)}[ch];\n  for (int32_t t = 0; t < {taps}; ++t) "
+                   f"qc_hvx_dw_tap_s8(r, {xs} + t * {c}, {ws} + t * {c}, {c}, {izp});", "r", acc)
+
+
 def _run(prog: KernelProgram, workdir: Path) -> np.ndarray:
     runtime = data_path("runtime")
     source = workdir / "kernels_hexagon.c"
@@ -55,7 +73,9 @@ def _run(prog: KernelProgram, workdir: Path) -> np.ndarray:
 @pytest.mark.skipif(bool(unavailable(TARGET)), reason=f"hexagon-hvx: {unavailable(TARGET)}")
 def test_kernels_against_the_numpy_primitives(tmp_path):
     prog = KernelProgram(("qc_hvx.h",))
-    _dot_cases(prog, np.random.default_rng(18))
+    rng = np.random.default_rng(18)
+    _dot_cases(prog, rng)
+    _depthwise_cases(prog, rng)
     mismatches = prog.mismatches(_run(prog, tmp_path))
     assert mismatches == "", mismatches
 
@@ -93,4 +113,9 @@ def test_conv_choices():
     dw = rng.integers(-128, 128, (3, 3, 8, 1)).astype(np.int8)
     depthwise = _choice(conv_schedule("DEPTHWISE_CONV2D", x_shape=(1, 4, 4, 8), y_shape=(1, 2, 2, 8), w=dw,
                                       bias=np.zeros(8)), "fast")
-    assert depthwise.kernel == "c:depthwise_conv2d"
+    assert depthwise.kernel == "c:depthwise_conv2d"  # 8 channels
+    dw32 = rng.integers(-128, 128, (3, 3, 32, 1)).astype(np.int8)
+    tap = _choice(conv_schedule("DEPTHWISE_CONV2D", x_shape=(1, 4, 4, 32), y_shape=(1, 2, 2, 32), w=dw32,
+                                bias=np.zeros(32)), "compact")
+    assert (tap.kernel, tap.form, tap.params.n, tap.params.izp, tap.unread) == ("qc_hvx_dw_tap_s8", "dw_tap", 32,
+                                                                                -128, frozenset())

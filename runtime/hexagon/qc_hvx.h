@@ -5,7 +5,8 @@
  *
  * qc_hvx_dot_rows32_s8: the dot products of an input row with weight rows laid out 32 rows to a vector
  * (qcodegen/kernels/hvx/layouts.py rows32): VRMPY (Q6_Vw_vrmpyacc_VwVbVb), four int8 x int8 products summed into
- * each of 32 int32 lanes per instruction. C99; -Wall -Wextra -Werror -pedantic clean.
+ * each of 32 int32 lanes per instruction; qc_hvx_dw_tap_s8: one tap of a depthwise convolution over its channels,
+ * 64 a vector of int16 products. C99; -Wall -Wextra -Werror -pedantic clean.
  * SPDX-License-Identifier: Apache-2.0 */
 #ifndef QC_HVX_H
 #define QC_HVX_H
@@ -53,6 +54,33 @@ static inline __attribute__((unused)) void qc_hvx_dot_rows32_s8(const int8_t *x,
       acc = Q6_Vw_vrmpyacc_VwVbVb(acc, w[words], Q6_V_vsplat_R(last));
     }
     *(qc_hvx_uvec *)(void *)(s + 32 * b) = acc;
+  }
+}
+
+/* acc[c] += (x[c] - izp) * w[c] for the n channels c of one depthwise tap (n a multiple of 32; acc: the pixel's
+   int32 accumulators, as the portable loop keeps them). Per block of 64 channels (the last may be 32): the int8
+   inputs and weights copied into a vector (never read past x[n - 1], w[n - 1]), widened in order to int16
+   (VUNPACK: byte i -> halfword i, bytes 0..63 in the low vector), the product taken in int16 (VMPYI: exact, as
+   |x - izp| <= 255 and |w| <= 128 give |product| <= 32,640 < 2^15), widened in order to int32 (halfword i -> word
+   i: channels 0..31 in the low vector, 32..63 in the high one) and added to acc: the sums the portable loop makes,
+   in the same order, so no other intermediate value than its own. */
+static inline __attribute__((unused)) void qc_hvx_dw_tap_s8(int32_t *acc, const int8_t *x, const int8_t *w,
+                                                            int32_t n, int32_t izp) {
+  for (int32_t c0 = 0; c0 < n; c0 += 64) {
+    const int32_t m = n - c0 < 64 ? n - c0 : 64;
+    HVX_Vector xb = Q6_V_vzero(), wb = Q6_V_vzero();
+    __builtin_memcpy(&xb, x + c0, (unsigned)m);
+    __builtin_memcpy(&wb, w + c0, (unsigned)m);
+    HVX_Vector xh = Q6_V_lo_W(Q6_Wh_vunpack_Vb(xb));
+    if (izp) {
+      xh = Q6_Vh_vsub_VhVh(xh, Q6_Vh_vsplat_R(izp));
+    }
+    const HVX_VectorPair p = Q6_Ww_vunpack_Vh(Q6_Vh_vmpyi_VhVh(xh, Q6_V_lo_W(Q6_Wh_vunpack_Vb(wb))));
+    qc_hvx_uvec *a = (qc_hvx_uvec *)(void *)(acc + c0);
+    a[0] = Q6_Vw_vadd_VwVw(a[0], Q6_V_lo_W(p));
+    if (m == 64) {
+      a[1] = Q6_Vw_vadd_VwVw(a[1], Q6_V_hi_W(p));
+    }
   }
 }
 

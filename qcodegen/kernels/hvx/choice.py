@@ -6,7 +6,10 @@ zero point 0, constant weights and rows of at most 65,535 elements: the output c
 products, 32 rows a vector (qc_hvx_dot_rows32_s8 over the rows32 weights, which replace the int8 weights), then
 stored channel by channel by the template's store (bias, izp x the row sums made at generation time, the
 requantization). Weight layout compact takes it only where rows32 adds no byte (rows a multiple of 32, row length
-a multiple of 4); fast also where it pads with zeros. Other steps run the portable loops."""
+a multiple of 4); fast also where it pads with zeros.
+DEPTHWISE_CONV2D of int8 x int8 with weight zero point 0, multiplier 1 and a multiple of 32 channels: each
+in-bounds tap of the portable loops by qc_hvx_dw_tap_s8 (64 channels a vector).
+Other steps run the portable loops."""
 
 from __future__ import annotations
 
@@ -37,6 +40,15 @@ class DotRows32:
     blocks: int
 
 
+@dataclass(frozen=True)
+class DepthwiseTap:
+    """form "dw_tap": each in-bounds tap of the portable depthwise loops by qc_hvx_dw_tap_s8 over the n channels
+    (input zero point izp); the padding taps, the start and the stores stay portable."""
+
+    n: int
+    izp: int
+
+
 def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoice:
     c = conv_step(io)
     if c is None:
@@ -45,7 +57,8 @@ def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoi
         return portable(io, "range analysis widened the step: int64 accumulators, saturated")
     if c.op == "CONV2D":
         return _conv(c, names, layout) or portable(io, _why_not_conv(c, layout))
-    return portable(io, "depthwise: no HVX kernel yet")
+    return _depthwise(c) or portable(io, "depthwise not int8 x int8 with weight zero point 0, multiplier 1 and a "
+                                        "multiple of 32 channels")
 
 
 def _why_not_conv(c: ConvStep, layout: str) -> str:
@@ -74,6 +87,13 @@ def _conv(c: ConvStep, names: ArrayNames, layout: str) -> KernelChoice | None:
     reason = f"int8 x int8, weight zero point 0, constant rows of {c.k} elements, {blocks} blocks of 32 rows"
     return KernelChoice("qc_hvx_dot_rows32_s8", reason, layout="rows32", form="dot_rows32", arrays=arrays,
                         params=DotRows32(c.rows, c.k, blocks), unread=frozenset({1}), files=FILES)
+
+
+def _depthwise(c: ConvStep) -> KernelChoice | None:
+    if not (c.int8 and c.wzp == 0 and c.m == 1 and c.rows % layouts.LANES == 0):
+        return None
+    return KernelChoice("qc_hvx_dw_tap_s8", f"int8 x int8, weight zero point 0, multiplier 1, {c.rows} channels "
+                        "(a multiple of 32)", form="dw_tap", params=DepthwiseTap(c.rows, c.izp), files=FILES)
 
 
 __all__ = ["STEP_ATTRIBUTES", "choose"]
