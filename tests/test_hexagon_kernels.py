@@ -89,33 +89,32 @@ def test_rows32_layout():
     assert not got[1, :, 8:].any()
 
 
-def _choice(sched, layout: str):
-    return plan_kernels(sched, load_target("hexagon-hvx", layout), "m").steps[-1].choice
+def _choice(sched):
+    return plan_kernels(sched, TARGET, "m").steps[-1].choice
 
 
 def test_conv_choices():
-    """VRMPY rows under compact only where rows32 adds no byte, under fast also padded; the int8 weights unread,
-    the zero-point terms izp x the row sums; weight zero point not 0 and depthwise: the portable loops."""
+    """VRMPY rows (fewer than 32 rows padded); the int8 weights unread, the zero-point terms izp x the row sums;
+    weight zero point not 0 and depthwise of 8 channels: the portable loops; depthwise of 32: dw_tap."""
     rng = np.random.default_rng(0)
     w = rng.integers(-128, 128, (32, 1, 1, 8)).astype(np.int8)
     px = dict(x_shape=(1, 2, 3, 8), y_shape=(1, 2, 3, 32), w=w, bias=np.arange(32))
-    full = _choice(conv_schedule("CONV2D", **px), "compact")
+    full = _choice(conv_schedule("CONV2D", **px))
     assert (full.kernel, full.form, full.layout, full.unread) == ("qc_hvx_dot_rows32_s8", "dot_rows32", "rows32",
                                                                   {1})
     assert (full.params.rows, full.params.k, full.params.blocks) == (32, 8, 1)
     assert full.arrays["weights"].values.tolist() == layouts.rows32(w.reshape(32, 8)).tolist()
     assert full.arrays["zero_point_terms"].values.tolist() == (-128 * w.reshape(32, 8).astype(int).sum(1)).tolist()
     few = dict(px, w=w[:8], bias=np.arange(8), y_shape=(1, 2, 3, 8))
-    assert _choice(conv_schedule("CONV2D", **few), "compact").kernel == "c:conv2d"
-    padded = _choice(conv_schedule("CONV2D", **few), "fast")
+    padded = _choice(conv_schedule("CONV2D", **few))
     assert (padded.kernel, padded.params.blocks) == ("qc_hvx_dot_rows32_s8", 1)
-    assert _choice(conv_schedule("CONV2D", wzp=3, **px), "fast").kernel == "c:conv2d"
+    assert _choice(conv_schedule("CONV2D", wzp=3, **px)).kernel == "c:conv2d"
     dw = rng.integers(-128, 128, (3, 3, 8, 1)).astype(np.int8)
     depthwise = _choice(conv_schedule("DEPTHWISE_CONV2D", x_shape=(1, 4, 4, 8), y_shape=(1, 2, 2, 8), w=dw,
-                                      bias=np.zeros(8)), "fast")
+                                      bias=np.zeros(8)))
     assert depthwise.kernel == "c:depthwise_conv2d"  # 8 channels
     dw32 = rng.integers(-128, 128, (3, 3, 32, 1)).astype(np.int8)
     tap = _choice(conv_schedule("DEPTHWISE_CONV2D", x_shape=(1, 4, 4, 32), y_shape=(1, 2, 2, 32), w=dw32,
-                                bias=np.zeros(32)), "compact")
+                                bias=np.zeros(32)))
     assert (tap.kernel, tap.form, tap.params.n, tap.params.izp, tap.unread) == ("qc_hvx_dw_tap_s8", "dw_tap", 32,
                                                                                 -128, frozenset())

@@ -2,6 +2,6 @@
 
 from .choice import STEP_ATTRIBUTES, choose
 
-LAYOUTS = ("compact", "fast")  # fast: also the convolutions whose rows32 blocks are padded with zeros
+LAYOUTS = ("compact",)  # one layout: rows32 (layouts.py)
 
 __all__ = ["LAYOUTS", "STEP_ATTRIBUTES", "choose"]

@@ -5,8 +5,8 @@ CONV2D (pointwise, general: each pixel's gathered window, fully connected: one p
 zero point 0, constant weights and rows of at most 65,535 elements: the output channels of a pixel as VRMPY dot
 products, 32 rows a vector (qc_hvx_dot_rows32_s8 over the rows32 weights, which replace the int8 weights), then
 stored channel by channel by the template's store (bias, izp x the row sums made at generation time, the
-requantization). Weight layout compact takes it only where rows32 adds no byte (rows a multiple of 32, row length
-a multiple of 4); fast also where it pads with zeros.
+requantization). rows32 pads the rows to a multiple of 32 and their length to a multiple of 4 with zeros (layers
+of fewer than 32 channels: a few KB per model, measured in docs/targets.md "Hexagon"); it is the only layout.
 DEPTHWISE_CONV2D of int8 x int8 with weight zero point 0, multiplier 1 and a multiple of 32 channels: each
 in-bounds tap of the portable loops by qc_hvx_dw_tap_s8 (64 channels a vector).
 Other steps run the portable loops."""
@@ -56,27 +56,19 @@ def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoi
     if c.widened:  # (templates/generic/_window.c.j2 dot_hooks: the generic hooks render it)
         return portable(io, "range analysis widened the step: int64 accumulators, saturated")
     if c.op == "CONV2D":
-        return _conv(c, names, layout) or portable(io, _why_not_conv(c, layout))
+        return _conv(c, names) or portable(io, _why_not_conv(c))
     return _depthwise(c) or portable(io, "depthwise not int8 x int8 with weight zero point 0, multiplier 1 and a "
                                         "multiple of 32 channels")
 
 
-def _why_not_conv(c: ConvStep, layout: str) -> str:
+def _why_not_conv(c: ConvStep) -> str:
     if not c.channels_hook:
         return "a window of more than 4096 elements: summed tap by tap"
-    if layout == "compact" and _padded(c):
-        return f"weight layout compact: rows32 would pad {c.rows} rows of {c.k} elements with zeros"
     return f"not int8 x int8 with weight zero point 0, constant weights and rows of at most {MAX_ROW} elements"
 
 
-def _padded(c: ConvStep) -> bool:
-    return layouts.rows32_bytes(c.rows, c.k) > c.rows * c.k
-
-
-def _conv(c: ConvStep, names: ArrayNames, layout: str) -> KernelChoice | None:
+def _conv(c: ConvStep, names: ArrayNames) -> KernelChoice | None:
     if not (c.channels_hook and c.int8 and c.wzp == 0 and c.constant_weights and c.k <= MAX_ROW):
-        return None
-    if layout == "compact" and _padded(c):
         return None
     rows = c.weight_rows()
     arrays = {"weights": const_array(names.relaid(c.w.name, "rows32"), layouts.rows32(rows))}
