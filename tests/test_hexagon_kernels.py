@@ -6,6 +6,7 @@ are checked without rendering."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -58,10 +59,12 @@ def _depthwise_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
 
 def _run(prog: KernelProgram, workdir: Path) -> np.ndarray:
     runtime = data_path("runtime")
+    for header in ("qc_minilibc.h", "hexagon/qc_hvx.h"):  # beside the source: part of the build's cache key
+        shutil.copyfile(runtime / header, workdir / Path(header).name)
     source = workdir / "kernels_hexagon.c"
     source.write_text(prog.source().replace("#include <stdio.h>", '#include "qc_minilibc.h"'))
     sources = [source, runtime / "qc_minilibc.c", runtime / "hexagon" / "qc_hexagon_start.c"]
-    flags = [TARGET.cc, *TARGET.cflags, f"-I{runtime}", f"-I{runtime / 'hexagon'}"]
+    flags = [TARGET.cc, *TARGET.cflags, f"-I{workdir}"]
     exe = compile_cached(sources, flags, ".exe", list(TARGET.ldflags))
     out = workdir / "out.bin"
     proc = subprocess.run([*TARGET.emulator, str(exe), str(out)], capture_output=True, text=True, timeout=300,
