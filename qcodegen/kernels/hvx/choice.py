@@ -1,0 +1,91 @@
+"""Kernel choice for Hexagon HVX in 128-byte mode (target hexagon-hvx; kernels in runtime/hexagon/qc_hvx.h, call
+sites in templates/hvx/_dot.c.j2).
+
+CONV2D (pointwise, general: each pixel's gathered window, fully connected: one pixel) of int8 x int8 with weight
+zero point 0, constant weights and rows of at most 65,535 elements: the output channels of a pixel as VRMPY dot
+products, 32 rows a vector (qc_hvx_dot_rows32_s8 over the rows32 weights, which replace the int8 weights), then
+stored channel by channel by the template's store (bias, izp x the row sums made at generation time, the
+requantization). rows32 pads the rows to a multiple of 32 and their length to a multiple of 4 with zeros (layers
+of fewer than 32 channels: a few KB per model, measured in docs/targets.md "Hexagon"); it is the only layout.
+DEPTHWISE_CONV2D of int8 x int8 with weight zero point 0, multiplier 1 and a multiple of 32 channels: each
+in-bounds tap of the portable loops by qc_hvx_dw_tap_s8 (64 channels a vector).
+Other steps run the portable loops."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...ir.schedule import StepIO
+from ..conv import ConvStep, conv_step
+from ..generic import portable
+from ..layouts import row_sums
+from ..names import ArrayNames
+from ..record import KernelChoice, const_array, step_array
+from . import layouts
+
+FILES = ("hexagon/qc_hvx.h",)
+STEP_ATTRIBUTES = ""
+MAX_ROW = 65535  # |a lane's sum| <= 2^14 k < 2^31 (qc_hvx_dot_rows32_s8)
+
+
+@dataclass(frozen=True)
+class DotRows32:
+    """form "dot_rows32": a pixel's `rows` sums from `blocks` blocks of 32 rows of length k (qc_hvx_dot_rows32_s8,
+    arrays["weights"]: rows32), the zero-point terms in arrays["zero_point_terms"] when izp != 0."""
+
+    rows: int
+    k: int
+    blocks: int
+
+
+@dataclass(frozen=True)
+class DepthwiseTap:
+    """form "dw_tap": each in-bounds tap of the portable depthwise loops by qc_hvx_dw_tap_s8 over the n channels
+    (input zero point izp); the padding taps, the start and the stores stay portable."""
+
+    n: int
+    izp: int
+
+
+def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoice:
+    c = conv_step(io)
+    if c is None:
+        return portable(io)
+    if c.widened:  # (templates/generic/_window.c.j2 dot_hooks: the generic hooks render it)
+        return portable(io, "range analysis widened the step: int64 accumulators, saturated")
+    if c.op == "CONV2D":
+        return _conv(c, names) or portable(io, _why_not_conv(c))
+    return _depthwise(c) or portable(io, "depthwise not int8 x int8 with weight zero point 0, multiplier 1 and a "
+                                        "multiple of 32 channels")
+
+
+def _why_not_conv(c: ConvStep) -> str:
+    if not c.channels_hook:
+        return "a window of more than 4096 elements: summed tap by tap"
+    return f"not int8 x int8 with weight zero point 0, constant weights and rows of at most {MAX_ROW} elements"
+
+
+def _conv(c: ConvStep, names: ArrayNames) -> KernelChoice | None:
+    if not (c.channels_hook and c.int8 and c.wzp == 0 and c.constant_weights and c.k <= MAX_ROW):
+        return None
+    rows = c.weight_rows()
+    arrays = {"weights": const_array(names.relaid(c.w.name, "rows32"), layouts.rows32(rows))}
+    if c.izp != 0:
+        terms = c.izp * row_sums(rows, c.rows).astype(np.int64)  # |izp x sum| <= 2^7 2^7 k < 2^31
+        arrays["zero_point_terms"] = step_array(names, "izp_terms", terms.astype(np.int32))
+    blocks = -(-c.rows // layouts.LANES)
+    reason = f"int8 x int8, weight zero point 0, constant rows of {c.k} elements, {blocks} blocks of 32 rows"
+    return KernelChoice("qc_hvx_dot_rows32_s8", reason, layout="rows32", form="dot_rows32", arrays=arrays,
+                        params=DotRows32(c.rows, c.k, blocks), unread=frozenset({1}), files=FILES)
+
+
+def _depthwise(c: ConvStep) -> KernelChoice | None:
+    if not (c.int8 and c.wzp == 0 and c.m == 1 and c.rows % layouts.LANES == 0):
+        return None
+    return KernelChoice("qc_hvx_dw_tap_s8", f"int8 x int8, weight zero point 0, multiplier 1, {c.rows} channels "
+                        "(a multiple of 32)", form="dw_tap", params=DepthwiseTap(c.rows, c.izp), files=FILES)
+
+
+__all__ = ["STEP_ATTRIBUTES", "choose"]

@@ -1,0 +1,123 @@
+"""The HVX kernels of runtime/hexagon/qc_hvx.h on their own: one program, built with target hexagon-hvx's compiler
+and flags and run under qemu-hexagon, calls qc_hvx_dot_rows32_s8 (weights laid out by the family's own layouts,
+qcodegen/kernels/hvx/layouts.py rows32) and qc_hvx_dw_tap_s8 on seeded random and extreme operands; the results
+must equal the numpy CONV2D / DEPTHWISE_CONV2D primitives' accumulators element for element. The kernel choices
+are checked without rendering."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from qcodegen.codegen import load_target
+from qcodegen.kernel_testing import KernelProgram, conv_accumulators, conv_schedule, depthwise_accumulators
+from qcodegen.kernels import plan_kernels
+from qcodegen.kernels.hvx import layouts
+from qcodegen.resources import data_path
+from qcodegen.verify.build import compile_cached
+from qcodegen.verify.runners import unavailable
+
+TARGET = load_target("hexagon-hvx")
+
+
+def _dot_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
+    """Rows fewer than, as many as and more than a block of 32 (padded rows), row lengths with and without a last
+    partial word, up to 4096 elements; extreme values: a row of -128 x -128 (the largest sum) and -128 x 127."""
+    for rows, k in ((1, 1), (10, 3), (32, 4), (32, 7), (40, 64), (64, 130), (33, 4096)):
+        x = rng.integers(-128, 128, (2, k))
+        w = rng.integers(-128, 128, (rows, k))
+        x[0], w[0] = -128, -128
+        w[-1] = 127
+        sums = conv_accumulators(x, w, np.zeros(rows, np.int64), 0)  # [pixel, row]
+        xs, ws = prog.array("int8_t", x), prog.array("int8_t", layouts.rows32(w))
+        blocks = -(-rows // layouts.LANES)
+        for pixel in range(2):
+            prog.check(f"  int32_t r[{32 * blocks}];\n  qc_hvx_dot_rows32_s8({xs} + {pixel * k}, {ws}, {k}, "
+                       f"{blocks}, r);", "r", sums[pixel])
+
+
+def _depthwise_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
+    """qc_hvx_dw_tap_s8 over the taps of one output pixel (a 1 x taps window) from the bias, against the numpy
+    DEPTHWISE_CONV2D: 32, 64, 96 and 256 channels (a last block of 32 or 64), input zero points -128, 0 and 127;
+    extreme values: x - izp = 255 with w = -128 (the largest product), -128 x -128."""
+    for c, taps, izp in ((32, 3, -128), (64, 9, 0), (96, 2, 127), (256, 3, -128)):
+        x = rng.integers(-128, 128, (1, 1, taps, c))
+        w = rng.integers(-128, 128, (1, taps, c))
+        x[0, 0, 0], w[0, 0] = 127, -128
+        x[0, 0, -1], w[0, -1] = -128, -128
+        bias = rng.integers(-(1 << 20), 1 << 20, c)
+        acc = depthwise_accumulators(x, w, bias, izp)[0, 0, 0]
+        xs, ws = prog.array("int8_t", x), prog.array("int8_t", w)
+        prog.check(f"  int32_t r[{c}];\n  for (int32_t ch = 0; ch < {c}; ++ch) r[ch] = "
+                   f"{prog.array('int32_t', bias)}[ch];\n  for (int32_t t = 0; t < {taps}; ++t) "
+                   f"qc_hvx_dw_tap_s8(r, {xs} + t * {c}, {ws} + t * {c}, {c}, {izp});", "r", acc)
+
+
+def _run(prog: KernelProgram, workdir: Path) -> np.ndarray:
+    runtime = data_path("runtime")
+    for header in ("qc_minilibc.h", "hexagon/qc_hvx.h"):  # beside the source: part of the build's cache key
+        shutil.copyfile(runtime / header, workdir / Path(header).name)
+    source = workdir / "kernels_hexagon.c"
+    source.write_text(prog.source().replace("#include <stdio.h>", '#include "qc_minilibc.h"'))
+    sources = [source, runtime / "qc_minilibc.c", runtime / "hexagon" / "qc_hexagon_start.c"]
+    flags = [TARGET.cc, *TARGET.cflags, f"-I{workdir}"]
+    exe = compile_cached(sources, flags, ".exe", list(TARGET.ldflags))
+    out = workdir / "out.bin"
+    proc = subprocess.run([*TARGET.emulator, str(exe), str(out)], capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr[-1000:]
+    return np.frombuffer(out.read_bytes(), "<i4").astype(np.int64)
+
+
+@pytest.mark.skipif(bool(unavailable(TARGET)), reason=f"hexagon-hvx: {unavailable(TARGET)}")
+def test_kernels_against_the_numpy_primitives(tmp_path):
+    prog = KernelProgram(("qc_hvx.h",))
+    rng = np.random.default_rng(18)
+    _dot_cases(prog, rng)
+    _depthwise_cases(prog, rng)
+    mismatches = prog.mismatches(_run(prog, tmp_path))
+    assert mismatches == "", mismatches
+
+
+def test_rows32_layout():
+    """Block b, word j, lane l holds row 32 b + l's elements 4 j .. 4 j + 3; the padding is zero."""
+    w = np.arange(40 * 7).reshape(40, 7) % 251 - 125
+    got = layouts.rows32(w).reshape(2, 2, 32, 4)  # [block, word, lane, byte]
+    assert got.size == layouts.rows32_bytes(40, 7) == 2 * 32 * 8
+    assert got[1, 0, 3].tolist() == w[35, 0:4].tolist() and got[0, 1, 5].tolist() == [*w[5, 4:7], 0]
+    assert not got[1, :, 8:].any()
+
+
+def _choice(sched):
+    return plan_kernels(sched, TARGET, "m").steps[-1].choice
+
+
+def test_conv_choices():
+    """VRMPY rows (fewer than 32 rows padded); the int8 weights unread, the zero-point terms izp x the row sums;
+    weight zero point not 0 and depthwise of 8 channels: the portable loops; depthwise of 32: dw_tap."""
+    rng = np.random.default_rng(0)
+    w = rng.integers(-128, 128, (32, 1, 1, 8)).astype(np.int8)
+    px = dict(x_shape=(1, 2, 3, 8), y_shape=(1, 2, 3, 32), w=w, bias=np.arange(32))
+    full = _choice(conv_schedule("CONV2D", **px))
+    assert (full.kernel, full.form, full.layout, full.unread) == ("qc_hvx_dot_rows32_s8", "dot_rows32", "rows32",
+                                                                  {1})
+    assert (full.params.rows, full.params.k, full.params.blocks) == (32, 8, 1)
+    assert full.arrays["weights"].values.tolist() == layouts.rows32(w.reshape(32, 8)).tolist()
+    assert full.arrays["zero_point_terms"].values.tolist() == (-128 * w.reshape(32, 8).astype(int).sum(1)).tolist()
+    few = dict(px, w=w[:8], bias=np.arange(8), y_shape=(1, 2, 3, 8))
+    padded = _choice(conv_schedule("CONV2D", **few))
+    assert (padded.kernel, padded.params.blocks) == ("qc_hvx_dot_rows32_s8", 1)
+    assert _choice(conv_schedule("CONV2D", wzp=3, **px)).kernel == "c:conv2d"
+    dw = rng.integers(-128, 128, (3, 3, 8, 1)).astype(np.int8)
+    depthwise = _choice(conv_schedule("DEPTHWISE_CONV2D", x_shape=(1, 4, 4, 8), y_shape=(1, 2, 2, 8), w=dw,
+                                      bias=np.zeros(8)))
+    assert depthwise.kernel == "c:depthwise_conv2d"  # 8 channels
+    dw32 = rng.integers(-128, 128, (3, 3, 32, 1)).astype(np.int8)
+    tap = _choice(conv_schedule("DEPTHWISE_CONV2D", x_shape=(1, 4, 4, 32), y_shape=(1, 2, 2, 32), w=dw32,
+                                bias=np.zeros(32)))
+    assert (tap.kernel, tap.form, tap.params.n, tap.params.izp, tap.unread) == ("qc_hvx_dw_tap_s8", "dw_tap", 32,
+                                                                                -128, frozenset())
