@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ir.schedule import StepIO
-from ..conv import PATCH_LIMIT, ConvStep, Requantization, conv_step
-from ..generic import portable
+from ..conv import PATCH_LIMIT, ConvStep, Requantization
+from ..generic import conv_or_portable, portable
 from ..names import ArrayNames
 from ..record import ConstArray, KernelChoice, const_array, step_array
 from . import layouts
@@ -95,11 +95,9 @@ class Depthwise:
 
 def choose(io: StepIO, index: int, names: ArrayNames, layout: str, sdot: bool = False) -> KernelChoice:
     """The choice for a step on aarch64-neon (sdot: aarch64-dotprod)."""
-    c = conv_step(io)
-    if c is None:
-        return portable(io)
-    if c.widened:  # (templates/generic/_window.c.j2 dot_hooks: the generic hooks render it)
-        return portable(io, "range analysis widened the step: int64 accumulators, saturated")
+    c = conv_or_portable(io)
+    if isinstance(c, KernelChoice):
+        return c
     why_not = _why_not(c)
     if why_not:
         return portable(io, why_not)

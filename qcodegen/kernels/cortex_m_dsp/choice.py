@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ir.schedule import StepIO
-from ..conv import PATCH_LIMIT, ConvStep, Requantization, conv_step
-from ..generic import portable
+from ..conv import PATCH_LIMIT, ConvStep, Requantization
+from ..generic import conv_or_portable, portable
 from ..names import ArrayNames
 from ..record import ConstArray, KernelChoice, RequantStore, const_array, step_array
 from . import layouts
@@ -137,13 +137,11 @@ class Depthwise:
 
 
 def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoice:
-    c = conv_step(io)
-    store = requant_store(c.rq) if c else None
+    c = conv_or_portable(io)
+    if isinstance(c, KernelChoice):
+        return c
+    store = requant_store(c.rq)
     extra = dict(requantize=store, files=RQ_FILES if store else ())
-    if c is None:
-        return portable(io)
-    if c.widened:  # (templates/generic/_window.c.j2 dot_hooks: the generic hooks render it)
-        return portable(io, "range analysis widened the step: int64 accumulators, saturated")
     if c.op == "CONV2D":
         return _conv(c, names, layout, store) or portable(io, _why_not_conv(c), **extra)
     return _depthwise(c, names, store) or portable(io, _why_not_depthwise(c), **extra)

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ir.schedule import StepIO
-from ..conv import ConvStep, conv_step
-from ..generic import portable
+from ..conv import ConvStep
+from ..generic import conv_or_portable, portable
 from ..layouts import row_sums
 from ..names import ArrayNames
 from ..record import KernelChoice, const_array, step_array
@@ -50,11 +50,9 @@ class DepthwiseTap:
 
 
 def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoice:
-    c = conv_step(io)
-    if c is None:
-        return portable(io)
-    if c.widened:  # (templates/generic/_window.c.j2 dot_hooks: the generic hooks render it)
-        return portable(io, "range analysis widened the step: int64 accumulators, saturated")
+    c = conv_or_portable(io)
+    if isinstance(c, KernelChoice):
+        return c
     if c.op == "CONV2D":
         return _conv(c, names) or portable(io, _why_not_conv(c))
     return _depthwise(c) or portable(io, "depthwise not int8 x int8 with weight zero point 0, multiplier 1 and a "

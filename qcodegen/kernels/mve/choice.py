@@ -24,9 +24,9 @@ import numpy as np
 from ... import primitives
 from ...ir.schedule import StepIO
 from ...primitives.fused import part_context, part_ios
-from ..conv import PATCH_LIMIT, ConvStep, Requantization, conv_step
+from ..conv import PATCH_LIMIT, ConvStep, Requantization
 from ..cortex_m_dsp.choice import RQ_FILES, exact_s33, requant_store
-from ..generic import portable
+from ..generic import conv_or_portable, portable
 from ..names import ArrayNames
 from ..record import KernelChoice, RequantStore, step_array
 from . import layouts
@@ -120,11 +120,9 @@ def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoi
         return _pool(io)
     if op == "FUSED_ELEMENTWISE":
         return _elementwise(io)
-    c = conv_step(io)
-    if c is None:
-        return portable(io)
-    if c.widened:  # (templates/generic/_window.c.j2 dot_hooks: the generic hooks render it)
-        return portable(io, "range analysis widened the step: int64 accumulators, saturated")
+    c = conv_or_portable(io)
+    if isinstance(c, KernelChoice):
+        return c
     store = requant_store(c.rq)
     extra = dict(requantize=store, files=RQ_FILES if store else ())
     if c.op == "CONV2D":

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ir.schedule import StepIO
-from ..conv import ConvStep, Requantization, conv_step
-from ..generic import portable
+from ..conv import ConvStep, Requantization
+from ..generic import conv_or_portable, portable
 from ..layouts import row_sums
 from ..names import ArrayNames
 from ..record import KernelChoice, RequantStore, const_array
@@ -125,11 +125,9 @@ class DepthwisePlane:
 
 
 def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoice:
-    c = conv_step(io)
-    if c is None:
-        return portable(io)
-    if c.widened:  # (templates/generic/_window.c.j2 dot_hooks: the generic hooks render it)
-        return portable(io, "range analysis widened the step: int64 accumulators, saturated")
+    c = conv_or_portable(io)
+    if isinstance(c, KernelChoice):
+        return c
     store = requant_store(c.rq)
     extra = dict(requantize=store, files=FILES if store else ())
     if c.op == "CONV2D":

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...ir.schedule import StepIO
-from ..conv import ConvStep, Requantization, conv_step
-from ..generic import portable
+from ..conv import ConvStep, Requantization
+from ..generic import conv_or_portable, portable
 from ..names import ArrayNames
 from ..record import KernelChoice, step_array
 from . import layouts
@@ -78,11 +78,9 @@ class DepthwiseBlocks:
 
 
 def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoice:
-    c = conv_step(io)
-    if c is None:
-        return portable(io)
-    if c.widened:  # (templates/generic/_window.c.j2 dot_hooks: the generic hooks render it)
-        return portable(io, "range analysis widened the step: int64 accumulators, saturated")
+    c = conv_or_portable(io)
+    if isinstance(c, KernelChoice):
+        return c
     if c.op == "CONV2D":
         return _conv(c, names) or portable(io, _why_not_conv(c))
     return _depthwise(c) or portable(io, _why_not_depthwise(c))

@@ -30,8 +30,8 @@ from typing import Any
 from ... import primitives
 from ...ir.schedule import CONST, StepIO
 from ...primitives.fused import part_ios
-from ..conv import PATCH_LIMIT, ConvStep, Requantization, conv_step
-from ..generic import portable
+from ..conv import PATCH_LIMIT, ConvStep, Requantization
+from ..generic import conv_or_portable, portable
 from ..names import ArrayNames
 from ..record import ConstArray, KernelChoice, const_array, step_array
 from . import layouts
@@ -205,11 +205,9 @@ def chooser(isa: Isa):
         if io.step.op == "FUSED_ELEMENTWISE":
             return _elementwise(io) or portable(io, "a part is not a per-tensor 32-bit RESCALE, CLAMP or int32 "
                                                    "ADD / SUB over int8/16/32 values")
-        c = conv_step(io)
-        if c is None:
-            return portable(io)
-        if c.widened:  # (templates/generic/_window.c.j2 dot_hooks: the generic hooks render it)
-            return portable(io, "range analysis widened the step: int64 accumulators, saturated")
+        c = conv_or_portable(io)
+        if isinstance(c, KernelChoice):
+            return c
         if c.op == "CONV2D":
             return _conv(isa, io, c, names)
         return _depthwise(isa, io, c, names)
