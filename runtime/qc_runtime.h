@@ -73,11 +73,26 @@ QC_INLINE int32_t qc_i4_get(const uint8_t *p, int32_t i) {
 }
 QC_INLINE int32_t qc_u4_get(const uint8_t *p, int32_t i) { return (p[i >> 1] >> ((i & 1) * 4)) & 0xF; }
 
+/* trunc(v) as an integer and *frac = v - trunc(v), for |v| < 2^62 (NaN must not reach it). Exact: the fraction is
+ * representable in float. Through int32 where v fits: single-precision FPUs (Cortex-M4F/M7/M55) convert float <->
+ * int32 in one instruction, float <-> int64 in a library call. */
+QC_INLINE int64_t qc_trunc_f32(float v, float *frac) {
+  if (v > -0x1p31f && v < 0x1p31f) {
+    const int32_t t = (int32_t)v;
+    *frac = v - (float)t;
+    return t;
+  } else {
+    const int64_t t = (int64_t)v;
+    *frac = v - (float)t;
+    return t;
+  }
+}
+
 /* float -> int64 rounding half to even, for |v| < 2^62 (callers clamp first; NaN must not reach it).
- * Exact and independent of the FP rounding mode and of libm: v - trunc(v) is representable in float. */
+ * Exact and independent of the FP rounding mode and of libm. */
 QC_INLINE int64_t qc_round_half_even_f32(float v) {
-  const int64_t t = (int64_t)v;
-  const float frac = v - (float)t;
+  float frac;
+  const int64_t t = qc_trunc_f32(v, &frac);
   if (frac > 0.5f || (frac == 0.5f && t % 2 != 0)) return t + 1;
   if (frac < -0.5f || (frac == -0.5f && t % 2 != 0)) return t - 1;
   return t;
@@ -85,8 +100,8 @@ QC_INLINE int64_t qc_round_half_even_f32(float v) {
 
 /* Round a float already clamped to the int64 range half away from zero (TFLite's TfLiteRound), exactly. */
 QC_INLINE int64_t qc_round_half_away_f32(float v) {
-  const int64_t t = (int64_t)v;
-  const float frac = v - (float)t;
+  float frac;
+  const int64_t t = qc_trunc_f32(v, &frac);
   return t + (frac >= 0.5f) - (frac <= -0.5f);
 }
 
