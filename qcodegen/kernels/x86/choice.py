@@ -30,6 +30,7 @@ from typing import Any
 from ... import primitives
 from ...ir.schedule import CONST, StepIO
 from ...primitives.fused import part_ios
+from ...primitives.geometry import WindowLoops
 from ..conv import PATCH_LIMIT, ConvStep, Requantization
 from ..generic import conv_or_portable, portable
 from ..names import ArrayNames
@@ -124,22 +125,11 @@ class DotRows:
 
 @dataclass(frozen=True)
 class DwRows:
-    """form "dw_rows": qc_x86_dw_rows (qc_x86_dw.h) with the qc_x86_dw_rows_params of the step's geometry (g:
-    Window.loops()), the band plan (wp, step, nb) and the scratch: span rows of rowlen int16; rq: its zero point,
-    clamp, rounding and output type (the per-channel constants are in the kernel's "params" array)."""
+    """form "dw_rows": qc_x86_dw_rows (qc_x86_dw.h) with the qc_x86_dw_rows_params of the step's geometry g (its
+    channels: g.c, multiplier 1), the band plan (wp, step, nb) and the scratch: span rows of rowlen int16; rq: its
+    zero point, clamp, rounding and output type (the per-channel constants are in the kernel's "params" array)."""
 
-    n: int
-    ih: int
-    iw: int
-    c: int
-    oh: int
-    ow: int
-    kh: int
-    kw: int
-    sy: int
-    sx: int
-    pt: int
-    pl: int
+    g: WindowLoops
     pad: int
     vpad: bool
     hpad: bool
@@ -367,8 +357,7 @@ def _dw_rows(isa: Isa, c: ConvStep, names: ArrayNames, plan: tuple[int, int, int
               "params": step_array(names, "dw_params", layouts.x86_dw_params(taps, c.bias_per_row(), c.izp,
                                                                                   c.rq.multipliers, c.rq.shifts))}
     rowlen = (wp + step - 1) // step * c.rows * 2
-    params = DwRows(g.n, g.ih, g.iw, c.rows, g.oh, g.ow, g.kh, g.kw, g.sy, g.sx, g.pt,
-                    g.pl, c.pad_value, g.pt > 0 or (g.oh - 1) * g.sy + g.kh - g.pt > g.ih,
+    params = DwRows(g, c.pad_value, g.pt > 0 or (g.oh - 1) * g.sy + g.kh - g.pt > g.ih,
                     g.pl > 0 or wp - g.pl >= g.iw, wp, step, nb, rowlen, (nb - 1) * g.sy + g.kh,
                     dataclasses.replace(_rq8(c.rq, _bits(c)), per_channel=False))  # (constants: in dw_params)
     reason = (f"int8 x int8, weight zero point 0, multiplier 1, {c.taps} <= 9 taps, no dilation, constant weights "
