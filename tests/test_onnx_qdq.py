@@ -165,9 +165,10 @@ def _sixteen_bit_cases(m: Models, dt: str) -> None:
     m.output(qdq16(m.node("Relu", [x]), 0.00029, 3), None, "f32")
     m.output(qdq16(m.node("Concat", [x, qdq16(m.input((1, 4, 7, 6), "f32"), 0.0005, -3)], axis=1), 0.00061, 0),
              None, "f32")
-    if dt == "i16":  # MAX_POOL2D and GATHER take i16 only (uint16 is not stored as int16)
-        m.output(qdq16(m.node("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2]), 0.00041, 9), None, "f32")
-        m.output(qdq16(m.node("Gather", [x, m.const([2, 0], "i64")], axis=1), 0.00043, 0), None, "f32")
+    m.output(qdq16(m.node("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2]), 0.00041, 9), None, "f32")
+    m.output(qdq16(m.node("Gather", [x, m.const([2, 0], "i64")], axis=1), 0.00043, 0), None, "f32")
+    m.output(qdq16(m.node("Resize", [x, "", m.const([1, 1, 2, 1.5], "f32")], mode="nearest"), 0.00041, 5), None,
+             "f32")
 
 
 def _int4(m: Models, values, signed: bool) -> str:

@@ -34,12 +34,14 @@ def lower_dequantize_linear(lw: Lowerer, op: Op) -> None:
 
 @rule("onnx.Rebase")
 def lower_rebase(lw: Lowerer, op: Op) -> None:
-    """uint8 <-> int8 storage of the same values (qcodegen/frontends/onnx_unsigned.py): q - 128 or q + 128, a
-    RESCALE by 1 (multiplier 2^30, shift 30: exact) with zero points 128 on the uint8 side."""
+    """uint8 <-> int8 (uint16 <-> int16) storage of the same values (qcodegen/frontends/onnx_unsigned.py): q - 128 or
+    q + 128 (32768), a RESCALE by 1 (multiplier 2^30, shift 30: exact) with zero point 128 (32768) on the unsigned
+    side."""
     x, y = lw.tensor_in(0), lw.tensor_out(0)
-    unsigned_in = x.dtype.name == "u8"
-    lw.emit_rescale(x.name, y.name, RescaleParams(multiplier=[1 << 30], shift=[30], input_zp=128 if unsigned_in else 0,
-                                                  output_zp=0 if unsigned_in else 128))
+    unsigned_in = x.dtype.name.startswith("u")
+    offset = 1 << (x.dtype.bits - 1)
+    lw.emit_rescale(x.name, y.name, RescaleParams(multiplier=[1 << 30], shift=[30], input_zp=offset if unsigned_in
+                                                  else 0, output_zp=0 if unsigned_in else offset))
 
 
 @rule("onnx.Requantize")
