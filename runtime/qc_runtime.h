@@ -329,6 +329,66 @@ QC_INLINE int64_t qc_f32_rint(qc_f32v v) {
   return (int64_t)qc_rne_shr64(v.m, -v.e);
 }
 
+/* A signed float32 value (-1)^neg * v (BINARY_F32: onnxruntime's float path between DequantizeLinear and
+ * QuantizeLinear); the callers keep every value normal, as for qc_f32v. */
+typedef struct {
+  qc_f32v v;
+  int neg;
+} qc_f32s;
+
+/* f32(d) * scale for |d| < 2^24 (DequantizeLinear: d = q - zero point converts exactly): one rounding. */
+QC_INLINE qc_f32s qc_f32s_scaled(int32_t d, qc_f32v scale) {
+  qc_f32s r;
+  r.neg = d < 0;
+  r.v = qc_f32_round((uint64_t)(d < 0 ? -(int64_t)d : d) * scale.m, scale.e);
+  return r;
+}
+
+/* a + b. Equal signs add the magnitudes; otherwise their exact difference (|a| aligned at most 26 bits above b:
+ * < 2^50) is rounded once; with a.e >= b.e + 27, |b| < 2^(a.e - 3) is below a quarter ulp of a's neighbours, so
+ * the sum rounds to a. */
+QC_INLINE qc_f32s qc_f32s_add(qc_f32s a, qc_f32s b) {
+  int64_t d;
+  if (a.neg == b.neg) {
+    a.v = qc_f32_add(a.v, b.v);
+    return a;
+  }
+  if (b.v.m == 0) return a;
+  if (a.v.m == 0) return b;
+  if (a.v.e < b.v.e) {
+    const qc_f32s t = a;
+    a = b;
+    b = t;
+  }
+  if (a.v.e - b.v.e > 26) return a;
+  d = (int64_t)(a.v.m << (a.v.e - b.v.e)) - (int64_t)b.v.m;
+  if (d < 0) {
+    a.neg = !a.neg;
+    d = -d;
+  }
+  a.v = qc_f32_round((uint64_t)d, b.v.e);
+  return a;
+}
+
+QC_INLINE qc_f32s qc_f32s_sub(qc_f32s a, qc_f32s b) {
+  b.neg = !b.neg;
+  return qc_f32s_add(a, b);
+}
+
+QC_INLINE qc_f32s qc_f32s_mul(qc_f32s a, qc_f32s b) {
+  a.v = qc_f32_mul(a.v, b.v);
+  a.neg ^= b.neg;
+  return a;
+}
+
+/* MLAS QuantizeLinear of r before the zero point: clamp(round_half_even(r / scale), lo, hi), scale > 0, lo <= 0 <= hi
+ * not required (bounds within +-2^40). */
+QC_INLINE int64_t qc_f32s_quantize(qc_f32s r, qc_f32v scale, int64_t lo, int64_t hi) {
+  const int64_t q = qc_f32_rint(qc_f32_div(r.v, scale));
+  const int64_t v = r.neg ? -q : q;
+  return v < lo ? lo : (v > hi ? hi : v);
+}
+
 /* Float32 arithmetic emulated exactly with integers (the StableHLO interpreter's requantization,
  * RESCALE_F32_AFFINE). A float32 value is (negative, mantissa < 2^24, exponent): +-mantissa * 2^exponent; the
  * callers keep every value normal (plan-time checks), so "round to 24 significant bits, ties to even" is the

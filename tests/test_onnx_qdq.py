@@ -169,6 +169,11 @@ def _sixteen_bit_cases(m: Models, dt: str) -> None:
     m.output(qdq16(m.node("Gather", [x, m.const([2, 0], "i64")], axis=1), 0.00043, 0), None, "f32")
     m.output(qdq16(m.node("Resize", [x, "", m.const([1, 1, 2, 1.5], "f32")], mode="nearest"), 0.00041, 5), None,
              "f32")
+    y = qdq16(m.input((1, 4, 7, 6), "f32"), 0.00053, -11)
+    row = qdq16(m.input((1, 1, 1, 6), "f32"), 0.00037, 2)
+    m.output(qdq16(m.node("Add", [x, y]), 0.00071, 4), None, "f32")
+    m.output(qdq16(m.node("Sub", [x, row]), 0.00049, -6), None, "f32")
+    m.output(qdq16(m.node("Mul", [row, y]), 0.0000071, 1), None, "f32")
 
 
 def _int4(m: Models, values, signed: bool) -> str:

@@ -7,6 +7,8 @@ approximations, ours the correctly rounded functions: docs/onnx.md). Add and Mul
 x86-64 kernels' formulas over both stored operands (numpy broadcasting; the kernel's scalar or vector form as
 onnxruntime's broadcasting loop picks it, decided at import); Sub, and an int8 QDQ Add of a constant (attr
 float_path, which onnxruntime does not fuse): of the float path (dequantize, add / subtract, quantize, float32).
+Operands or results of 16 bits (2^32 pairs, no table): BINARY_F32, the float path's float32 operations emulated
+per element (onnxruntime has no 16-bit QLinearAdd / QLinearMul and runs them in float).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 from ...errors import UnsupportedError
 from ...ir.graph import Op
 from ...ir.quant import QuantType
+from ...primitives.binary_f32 import SCALE_RANGE
 from ...semantics.onnxruntime import (
     add_table,
     float_binary_table,
@@ -46,6 +49,9 @@ def lower_unary(lw: Lowerer, op: Op) -> None:
     table(lw, x, unary_table(x.quant, y.quant, fn), y.name, y.dtype)
 
 
+_BINARY_F32_OPS = {"onnx.QLinearAdd": "add", "onnx.Sub": "sub", "onnx.QLinearMul": "mul"}
+
+
 @rule("onnx.QLinearAdd", "onnx.QLinearMul", "onnx.Sub")
 def lower_binary(lw: Lowerer, op: Op) -> None:
     a, b, y = lw.tensor_in(0), lw.tensor_in(1), lw.tensor_out(0)
@@ -57,9 +63,17 @@ def lower_binary(lw: Lowerer, op: Op) -> None:
     if not broadcast_ok:
         raise UnsupportedError(f"{lw.label}: {list(a.shape)} and {list(b.shape)} do not broadcast to the result's "
                                f"{list(y.shape)}")
-    if a.dtype.bits != 8 or b.dtype.bits != 8:
-        raise UnsupportedError(f"{lw.label}: {a.dtype} x {b.dtype} operands (supported: 8-bit, whose every pair of "
-                               "values is tabulated)")
+    rank = len(y.shape)
+    if max(a.dtype.bits, b.dtype.bits, y.dtype.bits) > 8:  # 2^32 operand pairs: onnxruntime's float path (no
+        # QLinear kernel for 16-bit data), each float32 operation emulated (BINARY_F32)
+        qa, qb, qy = lw.quant_in(0), lw.quant_in(1), lw.quant_out(0)
+        if not all(SCALE_RANGE[0] <= q.scale <= SCALE_RANGE[1] for q in (qa, qb, qy)):
+            raise UnsupportedError(f"{lw.label}: scales {[q.scale for q in (qa, qb, qy)]} of {a.name!r}, {b.name!r}, "
+                                   f"{y.name!r} (supported for 16-bit data: 2^-40 to 2^40, where float32 stays normal)")
+        lw.emit("BINARY_F32", [align_rank(lw, a.name, rank), align_rank(lw, b.name, rank)], [y.name],
+                operation=_BINARY_F32_OPS[op.kind], a_scale=qa.scale, a_zp=qa.zero_point, b_scale=qb.scale,
+                b_zp=qb.zero_point, y_scale=qy.scale, y_zp=qy.zero_point, qmin=qy.storage_min, qmax=qy.storage_max)
+        return
     quants = [t.quant for t in (a, b, y)]
     unsigned = bool(lw.attr("unsigned", False))
     if unsigned:  # onnxruntime's arithmetic on the uint8 values (the storage here is int8, q - 128)
@@ -72,5 +86,4 @@ def lower_binary(lw: Lowerer, op: Op) -> None:
     else:
         values = mul_table(*quants)
     values = values - 128 if unsigned else values
-    rank = len(y.shape)
     table2(lw, align_rank(lw, a.name, rank), align_rank(lw, b.name, rank), values, y.name, y.dtype)
