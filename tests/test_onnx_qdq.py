@@ -136,6 +136,14 @@ def _selection_and_transposed_cases(m: Models, x: str, a: str, dt: str) -> None:
     _out(m, m.node("Resize", [x, "", m.const([1, 1, 1.5, 0.5], "f32")], mode="nearest",
                    coordinate_transformation_mode="align_corners", nearest_mode="round_prefer_ceil"), 0.04,
          _zp(dt, 3), dt)
+    # bilinear: onnxruntime's float path (dequantize, float32 weights and sums, QuantizeLinear)
+    _out(m, m.node("Resize", [x, "", m.const([1, 1, 2, 2], "f32")], mode="linear"), 0.037, _zp(dt, 1), dt)
+    _out(m, m.node("Resize", [x, "", "", m.const([1, 4, 10, 9], "i64")], mode="linear",
+                   coordinate_transformation_mode="align_corners"), 0.04, _zp(dt, 3), dt)
+    _out(m, m.node("Resize", [x, "", m.const([1, 1, 0.6, 1.7], "f32")], mode="linear",
+                   coordinate_transformation_mode="asymmetric"), 0.043, _zp(dt, -2), dt)
+    _out(m, m.node("Resize", [x, "", m.const([1, 1, 1.5, 2.5], "f32")], mode="linear",
+                   coordinate_transformation_mode="pytorch_half_pixel"), 0.041, _zp(dt, 0), dt)
     # 4-bit weights through com.microsoft DequantizeLinear, as quantize_static writes QInt4 / QUInt4 before opset 21
     # (onnxruntime runs these products in float: scales that are not decimal, whose exact products are rarely ties)
     w4_scales = list(m.rng.uniform(0.02, 0.08, 6))
@@ -174,6 +182,8 @@ def _sixteen_bit_cases(m: Models, dt: str) -> None:
     m.output(qdq16(m.node("Add", [x, y]), 0.00071, 4), None, "f32")
     m.output(qdq16(m.node("Sub", [x, row]), 0.00049, -6), None, "f32")
     m.output(qdq16(m.node("Mul", [row, y]), 0.0000071, 1), None, "f32")
+    m.output(qdq16(m.node("Resize", [x, "", m.const([1, 1, 1.5, 2], "f32")], mode="linear"), 0.00043, -2), None,
+             "f32")
 
 
 def _int4(m: Models, values, signed: bool) -> str:

@@ -1,6 +1,8 @@
 """Import of the ONNX operators that select elements at indices known at compile time (docs/onnx.md): Gather
 with constant indices, Split, and Resize in mode "nearest". Each becomes data movement on the stored values, the
-output keeping the input's type and quantization (onnxruntime runs them on the quantized data in QDQ models too):
+output keeping the input's type and quantization (onnxruntime runs them on the quantized data in QDQ models too).
+Resize "linear" (float data, which a QDQ model quantizes around it) -> onnx.ResizeLinear with onnxruntime's
+per-axis source indices and float32 weights (bilinear_taps):
 
 Gather (axis, constant indices of any rank) -> onnx.Gather (axis, 1-D `indices` attr) [+ onnx.Reshape];
 Split -> one onnx.Slice per output; Resize nearest (constant scales or sizes) -> one onnx.Gather per resized axis,
@@ -124,6 +126,37 @@ _NEAREST: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 _COORDINATE_MODES = ("half_pixel", "pytorch_half_pixel", "tf_half_pixel_for_nn", "asymmetric", "align_corners")
 
 
+def bilinear_taps(mode: str, out_len: int, in_len: int, scale: np.float32) -> tuple[np.ndarray, np.ndarray]:
+    """onnxruntime's SetupUpsampleBilinear along one axis: per output index the two source indices [i1, i2] and
+    the float32 weights [|c - i1|, |c - i2|] of the clamped source coordinate c (0.5 each when i1 == i2); the
+    weight of i1 is the second."""
+    c = np.arange(out_len, dtype=F32) if scale == 1 else _source_coordinate(mode, out_len, in_len, scale)
+    c = np.clip(c.astype(F32), F32(0), F32(in_len - 1))
+    i1 = np.minimum(c.astype(np.int64), in_len - 1)
+    i2 = np.minimum(i1 + 1, in_len - 1)
+    w1, w2 = np.abs(c - i1.astype(F32)), np.abs(c - i2.astype(F32))
+    same = i1 == i2
+    w1, w2 = np.where(same, F32(0.5), w1), np.where(same, F32(0.5), w2)
+    return np.stack([i1, i2], axis=1), np.stack([w1, w2], axis=1).astype(F32)
+
+
+def _bilinear(imp: Importer, x: Tensor, out: list[int], factors: list[np.float32], coordinate: str) -> None:
+    """Resize linear over the last two axes (rank 2, or rank 4 with N and C unchanged, as onnxruntime requires) of
+    float data: onnx.ResizeLinear, which the QDQ folding quantizes (onnxruntime's float path between DQ and Q)."""
+    rank = len(x.shape)
+    if x.dtype.name != "f32":
+        raise imp.unsupported(f"Resize linear of {x.dtype} data (onnxruntime's 8-bit kernel truncates; supported: "
+                              "float data between DequantizeLinear and QuantizeLinear)")
+    if rank not in (2, 4) or (rank == 4 and (factors[0] != 1 or factors[1] != 1)):
+        raise imp.unsupported(f"Resize linear of rank {rank} with scales {[float(f) for f in factors]} (supported: "
+                              "bilinear over the last two axes of rank 2 or 4)")
+    axis = rank - 2
+    (ys, wy), (xs, wx) = (bilinear_taps(coordinate, out[a], x.shape[a], factors[a]) for a in (axis, axis + 1))
+    y = imp.new_tensor(imp.name_out(), tuple(out), x.dtype.name, None)
+    imp.emit("ResizeLinear", [x.name], [y.name], axis=axis, ys=ys.tolist(), xs=xs.tolist(), wy=wy.tolist(),
+             wx=wx.tolist())
+
+
 @importer("Resize")
 def resize(imp: Importer, node: Node) -> None:
     imp.counts((1, 4))
@@ -132,8 +165,9 @@ def resize(imp: Importer, node: Node) -> None:
     x = imp.tensor_in(0)
     rank = len(x.shape)
     mode = str(imp.attr("mode", "nearest"))
-    if mode != "nearest":
-        raise imp.unsupported(f"Resize mode {mode!r} (supported: 'nearest', which selects stored values)")
+    if mode not in ("nearest", "linear"):
+        raise imp.unsupported(f"Resize mode {mode!r} (supported: 'nearest', which selects stored values, and "
+                              "'linear' between DequantizeLinear and QuantizeLinear)")
     coordinate = str(imp.attr("coordinate_transformation_mode", "half_pixel"))
     nearest = str(imp.attr("nearest_mode", "round_prefer_floor"))
     if coordinate not in _COORDINATE_MODES or nearest not in _NEAREST:
@@ -141,6 +175,8 @@ def resize(imp: Importer, node: Node) -> None:
                               f"(supported: {', '.join(_COORDINATE_MODES)} / {', '.join(_NEAREST)})")
     if imp.attr("axes", None, list) is not None or str(imp.attr("keep_aspect_ratio_policy", "stretch")) != "stretch":
         raise imp.unsupported("Resize with axes or keep_aspect_ratio_policy (opset 18)")
+    if mode == "linear" and int(imp.attr("antialias", 0)):
+        raise imp.unsupported("Resize linear with antialias (onnxruntime's separate antialiasing kernel)")
     scales, sizes = imp.const_in(2, "scales", required=False), imp.const_in(3, "sizes", required=False)
     if scales is not None and scales.size and sizes is not None and sizes.size:
         raise imp.error("scales and sizes are both given")
@@ -160,6 +196,9 @@ def resize(imp: Importer, node: Node) -> None:
         raise imp.error(f"Resize to {out} (scales {[float(f) for f in factors]}) is empty or negative")
     element_count(out, f"{imp.label}: output")
     _per_tensor(imp, x)
+    if mode == "linear":
+        _bilinear(imp, x, out, factors, coordinate)
+        return
     current = x
     resized = [a for a in range(rank) if out[a] != x.shape[a] or factors[a] != 1]
     if not resized:

@@ -7,7 +7,7 @@ Unsqueeze, Identity), Transpose, Concat, Slice (also Split), Gather (also Resize
 quantized) and MaxPool move data (MaxPool commutes with the monotone dequantization); Conv, ConvTranspose, MatMul
 and Gemm contract (their bias is an Add after the product: onnx_ops_float), a dequantized int32 bias at the
 accumulator's float32 scale taken as its stored integers, as onnxruntime's fused kernels add them; Add, Mul, Sub,
-Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, Softmax, the average pools, Relu, Clip and Concat (of
+Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, Softmax, the average pools, Resize linear, Relu, Clip and Concat (of
 differently quantized inputs, which it cannot move) compute element-wise on the quantized operands; Relu and Clip
 commute with quantization (monotone, constant bounds).
 
@@ -17,8 +17,8 @@ After the folding (onnxruntime's fusions, measured in docs/onnx.md):
   Add / Mul -> QLinearAdd / QLinearMul (an int8 Add of a dequantized constant, as quantize_static writes a
   MatMul's bias, marked float_path: onnxruntime runs it in float, measured); Concat of differently quantized
   inputs -> QLinearConcat; Sigmoid, LeakyRelu, Softmax, GlobalAveragePool (also ReduceMean over H, W),
-  AveragePool -> their QLinear operators; Sub, Tanh, HardSigmoid and HardSwish stay, on quantized data
-  (onnxruntime's float path, tabulated); Relu, Clip and the remaining dequantize -> quantize pairs ->
+  AveragePool -> their QLinear operators; Sub, Tanh, HardSigmoid, HardSwish and ResizeLinear stay, on quantized
+  data (onnxruntime's float path, tabulated or emulated); Relu, Clip and the remaining dequantize -> quantize pairs ->
   onnx.Requantize (8- or 16-bit: dequantize in float32, clamp to the bounds, MlasQuantizeLinear: a table, exact).
   4-bit constant weights of the products are stored as int8 (widen_4bit_weights).
 """
@@ -43,7 +43,7 @@ _RENAMES = {"onnx.Conv": "onnx.QLinearConv", "onnx.ConvTranspose": "onnx.QLinear
 _CONTRACTIONS = ("onnx.Conv", "onnx.ConvTranspose", "onnx.MatMul", "onnx.Gemm")
 _PRODUCTS = tuple(_RENAMES[k] for k in _CONTRACTIONS)
 # no QLinear kernels: quantized, these mean onnxruntime's float path (tabulated)
-_FLOAT_PATH = ("onnx.Sub", "onnx.Tanh", "onnx.HardSigmoid", "onnx.HardSwish")
+_FLOAT_PATH = ("onnx.Sub", "onnx.Tanh", "onnx.HardSigmoid", "onnx.HardSwish", "onnx.ResizeLinear")
 _FLOAT_OPS = {*_RENAMES, *_FLOAT_PATH, "onnx.Relu", "onnx.Clip"}  # onnx_ops_float's kinds
 
 
@@ -107,7 +107,7 @@ ONNX = QdqFormat(
     reductions=frozenset(),
     elementwise=frozenset({"onnx.Add", "onnx.Mul", "onnx.Sub", "onnx.Sigmoid", "onnx.Tanh", "onnx.LeakyRelu",
                            "onnx.HardSigmoid", "onnx.HardSwish", "onnx.Softmax", "onnx.GlobalAveragePool",
-                           "onnx.AveragePool", "onnx.Relu", "onnx.Clip", "onnx.Concat"}),
+                           "onnx.AveragePool", "onnx.Relu", "onnx.Clip", "onnx.Concat", "onnx.ResizeLinear"}),
     activations={"onnx.Relu": 0, "onnx.Clip": 0},
     scalings={},
     bias_add="onnx.Add",
