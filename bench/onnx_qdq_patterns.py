@@ -3,8 +3,9 @@
     python bench/onnx_qdq_patterns.py [--samples 300] [--targets generic x86-avx2]
 
 Per pattern, a small float model built with onnx.helper (a Conv producing the quantized activation the pattern
-reads, random weights) is quantized by onnxruntime's quantize_static in the QDQ format (per tensor and per channel
-weights, uint8 and int8 activations), compiled, and every output element of --samples seeded inputs compared with
+reads, random weights; or the quantized input itself) is quantized by onnxruntime's quantize_static in the QDQ
+format (per tensor and per channel weights, uint8 and int8 activations; patterns without a product also int16 and
+uint16 activations), compiled, and every output element of --samples seeded inputs compared with
 onnxruntime's CPU execution provider. Also printed: the ops onnxruntime runs after its QDQ fusions (a float op
 between DequantizeLinear and QuantizeLinear is its float path). Needs onnx and onnxruntime.
 """
@@ -50,7 +51,11 @@ def patterns(seed: int = 0) -> dict[str, bytes]:
     def conv(out: str = "c") -> object:  # the quantized activation a pattern reads: [1, 8, 12, 12]
         return helper.make_node("Conv", ["x", "cw"], [out], pads=[1, 1, 1, 1])
 
+    def offset() -> object:  # x + k: a quantized activation without a product
+        return helper.make_node("Add", ["x", "k"], ["a0"])
+
     base = {"cw": normal(8, 3, 3, 3)}
+    k = {"k": normal(1, 3, 1, 1)}
     node = helper.make_node
     return {
         "ConvTranspose": _model([conv(), node("ConvTranspose", ["c", "tw", "tb"], ["y"], strides=[2, 2],
@@ -70,7 +75,35 @@ def patterns(seed: int = 0) -> dict[str, bytes]:
         "MatMul + bias Add": _model([node("Flatten", ["x"], ["f"]), node("MatMul", ["f", "mw"], ["m"]),
                                      node("Add", ["m", "mb"], ["y"])],
                                     {"mw": normal(432, 16), "mb": normal(16)}, [1, 3, 12, 12], [1, 16]),
+        # on an Add of a constant (quantize_static quantizes no op reading the graph input alone): no product,
+        # also with 16-bit activations
+        "Resize linear x2 (half_pixel)": _model([offset(), node("Resize", ["a0", "", "sc"], ["y"], mode="linear")],
+                                                {**k, "sc": np.array([1, 1, 2, 2], np.float32)}, [1, 3, 12, 12],
+                                                [1, 3, 24, 24]),
+        "Resize linear to 17 x 9 (align_corners)": _model(
+            [offset(), node("Resize", ["a0", "", "", "sz"], ["y"], mode="linear",
+                            coordinate_transformation_mode="align_corners")],
+            {**k, "sz": np.array([1, 3, 17, 9], np.int64)}, [1, 3, 12, 12], [1, 3, 17, 9]),
+        "Resize linear x1.5 (asymmetric)": _model(
+            [offset(), node("Resize", ["a0", "", "sc"], ["y"], mode="linear",
+                            coordinate_transformation_mode="asymmetric")],
+            {**k, "sc": np.array([1, 1, 1.5, 1.5], np.float32)}, [1, 3, 12, 12], [1, 3, 18, 18]),
+        "Split -> Add / Sub / Mul": _model(
+            [offset(), node("Split", ["a0", "parts3"], ["a", "b", "c"], axis=1), node("Add", ["a", "b"], ["s"]),
+             node("Sub", ["s", "c"], ["d"]), node("Mul", ["d", "a"], ["y"])],
+            {**k, "parts3": np.array([1, 1, 1], np.int64)}, [1, 3, 12, 12], [1, 1, 12, 12]),
+        "MaxPool, Gather, Resize nearest": _model(
+            [offset(), node("MaxPool", ["a0"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             node("Gather", ["p", "idx3"], ["g"], axis=1), node("Resize", ["g", "", "sc"], ["y"], mode="nearest")],
+            {**k, "idx3": np.array([2, 0, 1, 2], np.int64), "sc": np.array([1, 1, 2, 1.5], np.float32)},
+            [1, 3, 12, 12], [1, 4, 12, 9]),
     }
+
+
+def _has_product(raw: bytes) -> bool:
+    import onnx
+
+    return any(n.op_type in ("Conv", "ConvTranspose", "MatMul", "Gemm") for n in onnx.load_from_string(raw).graph.node)
 
 
 def _ort_ops(raw: bytes) -> list[str]:
@@ -89,13 +122,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--targets", nargs="+", default=["generic", "x86-avx2"])
+    parser.add_argument("--only", nargs="*", default=None, help="patterns whose name contains one of these")
     args = parser.parse_args(argv)
     logging.getLogger().setLevel(logging.ERROR)
     print(f"| pattern | config | onnxruntime runs | {' | '.join(args.targets)} |")
     print(f"|---|---|---|{'---|' * len(args.targets)}")
     for name, float_model in patterns().items():
-        for per_channel in (False, True):
-            for activations in ("uint8", "int8"):
+        if args.only and not any(word in name for word in args.only):
+            continue
+        product = _has_product(float_model)
+        for per_channel in (False, True) if product else (False,):
+            for activations in ("uint8", "int8") if product else ("uint8", "int8", "uint16", "int16"):
                 raw = onnx_models.quantize(float_model, per_channel, activations, qdq=True)
                 ops = [op for op in _ort_ops(raw) if op not in ("QuantizeLinear", "DequantizeLinear", "Transpose")]
                 schedule = plan(import_onnx_bytes(raw, name, "pattern"))
