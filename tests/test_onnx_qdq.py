@@ -226,6 +226,23 @@ def test_unfoldable_qdq_pattern_names_the_node():
         import_onnx_bytes(m.model(), "unfoldable", "unfoldable")
 
 
+@pytest.mark.parametrize("mode, integer", [("cubic", False), ("linear", True)])
+def test_resize_cubic_and_integer_linear_are_refused(mode, integer):
+    """Resize cubic, and linear on quantized data itself (the operator format: onnxruntime's 8-bit kernel
+    truncates), are errors naming the node."""
+    from onnx import helper
+
+    m = Models(seed=4)
+    x = m.input((1, 2, 3, 3), "f32")
+    a = m.node("QuantizeLinear", [x, *m.qparams(0.1, 0, "i8")]) if integer else _qdq(m, x, 0.1, 0, "i8")
+    m.nodes.append(helper.make_node("Resize", [a, "", m.const([1, 1, 2, 2], "f32")], ["big"], mode=mode,
+                                    name="up"))
+    m.output(m.node("DequantizeLinear", ["big", *m.qparams(0.1, 0, "i8")]) if integer else _qdq(m, "big", 0.1, 0, "i8"),
+             None, "f32")
+    with pytest.raises(UnsupportedError, match=f"'up'.*{'i8 data' if integer else 'mode .cubic.'}"):
+        import_onnx_bytes(m.model(), "resize", "resize")
+
+
 def test_bias_at_the_accumulator_scale_keeps_its_stored_integers():
     """onnxruntime's fused QLinearConv adds the int32 bias initializer as it is; its float value (float32 products)
     divided back by the accumulator scale would lose the low bits of large values."""
