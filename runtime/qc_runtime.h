@@ -181,7 +181,8 @@ QC_INLINE int32_t qc_tflm_reciprocal(int32_t x, int integer_digits, int *bits_ov
   return qc_one_over_one_plus_x_q0((int32_t)shifted);
 }
 
-/* ---- float32 requantization emulated in integers (RESCALE_F32, SOFTMAX_F32; docs/semantics.md §14.1, §14.2) ---- */
+/* ---- float32 requantization emulated in integers (RESCALE_F32, SOFTMAX_F32, BINARY_F32, RESIZE_F32;
+ * docs/semantics.md §14.1, §14.2) ---- */
 
 /* Number of significant bits of x > 0. */
 QC_INLINE int qc_bitlen64(uint64_t x) {

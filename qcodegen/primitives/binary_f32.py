@@ -1,6 +1,6 @@
 """BINARY_F32 (qcodegen extension): onnxruntime's float path for Add, Sub and Mul between DequantizeLinear and
 QuantizeLinear (a QDQ model's 16-bit element-wise ops, whose 2^32 operand pairs no table holds), every float32
-operation emulated exactly with integers (runtime/qc_runtime.h qc_f32s_*; docs/semantics.md §14.2.1, docs/onnx.md).
+operation emulated exactly with integers (runtime/qc_runtime.h qc_f32s_*; docs/semantics.md §14.2, docs/onnx.md).
 
 Per element, a and b broadcast (TOSA: equal ranks), all float32, round to nearest even, in this order:
     fa = f32(a - a_zp) * a_scale                (DequantizeLinear; a - a_zp is exact in float32)

@@ -1,6 +1,6 @@
 """RESIZE_F32 (qcodegen extension): onnxruntime's float path for a QDQ model's bilinear Resize (DequantizeLinear,
 Resize mode "linear", QuantizeLinear), every float32 operation emulated exactly with integers (runtime/qc_runtime.h
-qc_f32s_*; docs/semantics.md §14.2.1, docs/onnx.md).
+qc_f32s_*; docs/semantics.md §14.2, docs/onnx.md).
 
 Over two adjacent axes (H = `axis`, W = axis + 1) of x, for output position (y, x) and each element of the other
 axes, all float32, round to nearest even, in this order (onnxruntime 1.32's UpsampleBilinear):
