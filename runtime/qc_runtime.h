@@ -382,8 +382,8 @@ QC_INLINE qc_f32s qc_f32s_mul(qc_f32s a, qc_f32s b) {
   return a;
 }
 
-/* MLAS QuantizeLinear of r before the zero point: clamp(round_half_even(r / scale), lo, hi), scale > 0, lo <= 0 <= hi
- * not required (bounds within +-2^40). */
+/* MLAS QuantizeLinear of r before the zero point: clamp(round_half_even(r / scale), lo, hi) for scale > 0 and
+ * bounds within +-2^40 (qc_f32_rint saturates there). */
 QC_INLINE int64_t qc_f32s_quantize(qc_f32s r, qc_f32v scale, int64_t lo, int64_t hi) {
   const int64_t q = qc_f32_rint(qc_f32_div(r.v, scale));
   const int64_t v = r.neg ? -q : q;
