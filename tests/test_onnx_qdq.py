@@ -144,6 +144,8 @@ def _selection_and_transposed_cases(m: Models, x: str, a: str, dt: str) -> None:
                    coordinate_transformation_mode="asymmetric"), 0.043, _zp(dt, -2), dt)
     _out(m, m.node("Resize", [x, "", m.const([1, 1, 1.5, 2.5], "f32")], mode="linear",
                    coordinate_transformation_mode="pytorch_half_pixel"), 0.041, _zp(dt, 0), dt)
+    for mode in ("linear", "nearest"):  # the same shape: onnxruntime copies, whatever the scales say
+        _out(m, m.node("Resize", [x, "", m.const([1, 1, 1.1, 1.05], "f32")], mode=mode), 0.04, _zp(dt, 3), dt)
     # 4-bit weights through com.microsoft DequantizeLinear, as quantize_static writes QInt4 / QUInt4 before opset 21
     # (onnxruntime runs these products in float: scales that are not decimal, whose exact products are rarely ties)
     w4_scales = list(m.rng.uniform(0.02, 0.08, 6))

@@ -196,15 +196,15 @@ def resize(imp: Importer, node: Node) -> None:
         raise imp.error(f"Resize to {out} (scales {[float(f) for f in factors]}) is empty or negative")
     element_count(out, f"{imp.label}: output")
     _per_tensor(imp, x)
+    if tuple(out) == tuple(x.shape):  # onnxruntime copies the data whatever the scales
+        y = imp.new_tensor(imp.name_out(), x.shape, x.dtype.name, x.quant)
+        imp.emit("Reshape", [x.name], [y.name], shape=list(x.shape))
+        return
     if mode == "linear":
         _bilinear(imp, x, out, factors, coordinate)
         return
     current = x
     resized = [a for a in range(rank) if out[a] != x.shape[a] or factors[a] != 1]
-    if not resized:
-        y = imp.new_tensor(imp.name_out(), x.shape, x.dtype.name, x.quant)
-        imp.emit("Reshape", [x.name], [y.name], shape=list(x.shape))
-        return
     for a in resized:
         coords = _source_coordinate(coordinate, out[a], x.shape[a], factors[a])
         index = np.clip(_NEAREST[nearest](coords.astype(F32)), 0, x.shape[a] - 1).astype(np.int64)
