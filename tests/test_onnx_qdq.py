@@ -1,13 +1,14 @@
-"""ONNX QDQ-format ops (QuantizeLinear / DequantizeLinear around float ops), folded by the shared QDQ folding into
-the operator-format ops, generated C == onnxruntime's CPU execution provider bit for bit: grouped convolution with
-float weights quantized in the graph (QAT exports) and an int32 bias, Gemm with transB (PyTorch's Linear) and
-per-channel weights, MatMul of two activations and with uint8 per-column weights, Pad (its fill value quantized),
-Add, Mul, Sigmoid, LeakyRelu, Softmax, the average pools, Concat of two quantizations, data movement (MaxPool,
-Transpose, Concat, Flatten) with and without a requantization, and Sub, Tanh, HardSigmoid, HardSwish, Relu and
-Clip, which onnxruntime runs in float between DQ and Q. With int8 activations onnxruntime runs the groups whose
-Q -> DQ pairs are shared in float (docs/onnx.md): the int8 run checks those float paths; the products read
-dedicated pairs, which it fuses (a float product may round differently). Many cases in one model (one C build, one
-onnxruntime session); the MLPerf-Tiny-shaped QDQ models are in test_onnx_models.py."""
+"""ONNX QDQ-format ops (QuantizeLinear / DequantizeLinear around float ops), folded by the shared QDQ folding into the
+operator-format ops, generated C == onnxruntime's CPU execution provider bit for bit: grouped convolution with float
+weights quantized in the graph (QAT exports) and an int32 bias, Gemm with transB (PyTorch's Linear) and per-channel
+weights, MatMul of two activations and with uint8 per-column weights, Pad (its fill value quantized), Add, Mul,
+Sigmoid, LeakyRelu, Softmax, the average pools, Concat of two quantizations, data movement (MaxPool, Transpose,
+Concat, Flatten) with and without a requantization, and Sub, Tanh, HardSigmoid, HardSwish, Relu, Clip and Resize
+linear (RESIZE_F32), which onnxruntime runs in float between DQ and Q; 16-bit activations around data movement
+(uint16 stored as int16) and Add / Sub / Mul (BINARY_F32). With int8 activations onnxruntime runs the groups whose Q
+-> DQ pairs are shared in float (docs/onnx.md): the int8 run checks those float paths; the products read dedicated
+pairs, which it fuses (a float product may round differently). Many cases in one model (one C build, one onnxruntime
+session); the MLPerf-Tiny-shaped QDQ models are in test_onnx_models.py."""
 
 import sys
 from pathlib import Path
@@ -163,7 +164,8 @@ def _selection_and_transposed_cases(m: Models, x: str, a: str, dt: str) -> None:
 
 def _sixteen_bit_cases(m: Models, dt: str) -> None:
     """16-bit activations (com.microsoft Q/DQ, as quantize_static writes QInt16 / QUInt16 before opset 21) around
-    data movement and Relu: onnxruntime's float path, which the requantization tables (65,536 entries) reproduce."""
+    data movement and Relu: onnxruntime's float path, which the requantization tables (65,536 entries) reproduce;
+    Add / Sub / Mul (broadcast) and Resize linear: the float paths BINARY_F32 and RESIZE_F32 emulate."""
     zp = 0 if dt == "i16" else 32768
 
     def qdq16(x: str, scale: float, offset: int) -> str:
