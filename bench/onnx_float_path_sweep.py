@@ -3,11 +3,12 @@
 
     python bench/onnx_float_path_sweep.py [--sets 150]
 
-DequantizeLinear -> Add / Sub / Mul -> QuantizeLinear on int16 / uint16 data (random scales 1e-7 .. 10, zero
-points, 20,000 operand pairs per scale set, every fourth set near cancellation), and DequantizeLinear -> Resize
-linear -> QuantizeLinear (random sizes up and down, every coordinate mode, int8 / uint8 / int16 / uint16, 20 inputs
-per set) in onnxruntime's CPU execution provider, every element compared with qcodegen's reference (the weights
-from the importer's bilinear_taps). The C equals the references (tests/test_binary_f32.py, tests/test_resize_f32.py).
+DequantizeLinear -> Add / Sub / Mul -> QuantizeLinear on int16 / uint16 data (random scales 1e-7 .. 10, zero points,
+20,000 operand pairs per scale set, every fourth set near cancellation), and DequantizeLinear -> Resize linear /
+cubic (cubic_coeff_a -0.75 / -0.5 / -0.6, exclude_outside 0 / 1) -> QuantizeLinear (random sizes up and down, every
+coordinate mode, int8 / uint8 / int16 / uint16, 20 inputs per set) in onnxruntime's CPU execution provider, every
+element compared with qcodegen's reference (the weights from the importer's bilinear_taps / bicubic_taps). The C
+equals the references (tests/test_binary_f32.py, tests/test_resize_f32.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from qcodegen.frontends.onnx_ops_gather import bilinear_taps  # noqa: E402
+from qcodegen.frontends.onnx_ops_gather import bicubic_taps, bilinear_taps  # noqa: E402
 from qcodegen.ir.dtypes import dtype  # noqa: E402
 from qcodegen.primitives.binary_f32 import BinaryF32Params, binary_f32  # noqa: E402
 from qcodegen.primitives.resize_f32 import ResizeF32Params, resize_f32  # noqa: E402
@@ -77,25 +78,37 @@ def binary_sweep(rng: np.random.Generator, sets: int, n: int = 20000) -> tuple[i
     return differ, total
 
 
-def resize_sweep(rng: np.random.Generator, sets: int, inputs: int = 20) -> tuple[int, int]:
+def _weights(form: str, mode: str, n_out: int, n_in: int, a: np.float32, exclude: bool):
+    scale = F32(n_out) / F32(n_in)
+    if form == "bilinear":
+        return (*bilinear_taps(mode, n_out, n_in, scale), np.ones(n_out, F32))
+    return bicubic_taps(mode, n_out, n_in, scale, a, exclude)
+
+
+def resize_sweep(rng: np.random.Generator, sets: int, form: str, inputs: int = 20) -> tuple[int, int]:
     from onnx import TensorProto, helper
 
     differ = total = 0
     for t in range(sets):
         dt, mode = ("u8", "i8", "u16", "i16")[t % 4], _MODES[(t // 4) % len(_MODES)]
+        a, exclude = F32((-0.75, -0.5, -0.6)[t % 3]), t % 2 == 1
         d = dtype(dt)
-        h, w, oh, ow = (int(v) for v in (*rng.integers(1, 9, 2), *rng.integers(1, 20, 2)))
+        h, w, oh, ow = (int(v) for v in (*rng.integers(1 if form == "bilinear" else 2, 9, 2), *rng.integers(1, 20, 2)))
+        if (oh, ow) == (h, w):
+            ow += 1
         zps = [int(rng.integers(d.min, d.max, endpoint=True)) for _ in range(2)]
         scales = [float(F32(10 ** rng.uniform(-5, 0))) for _ in range(2)]
+        attrs = {} if form == "bilinear" else {"cubic_coeff_a": float(a), "exclude_outside": int(exclude)}
         nodes = [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["fx"]),
-                 helper.make_node("Resize", ["fx", "", "", "sizes"], ["fy"], mode="linear",
-                                  coordinate_transformation_mode=mode),
+                 helper.make_node("Resize", ["fx", "", "", "sizes"], ["fy"], mode="linear" if form == "bilinear"
+                                  else "cubic", coordinate_transformation_mode=mode, **attrs),
                  helper.make_node("QuantizeLinear", ["fy", "s2", "z2"], ["y"])]
         sizes = helper.make_tensor("sizes", TensorProto.INT64, [4], [2, 3, oh, ow])
         session = _session(nodes, {"x": (dt, [2, 3, h, w])}, {"s": ("f32", scales[0]), "s2": ("f32", scales[1]),
                                                                "z": (dt, zps[0]), "z2": (dt, zps[1])}, [sizes])
-        (ys, wy), (xs, wx) = (bilinear_taps(mode, o, i, F32(o) / F32(i)) for o, i in ((oh, h), (ow, w)))
-        p = ResizeF32Params(2, ys, xs, wy, wx, F32(scales[0]), zps[0], F32(scales[1]), zps[1], d.min, d.max)
+        (ys, wy, y_div), (xs, wx, x_div) = (_weights(form, mode, o, i, a, exclude) for o, i in ((oh, h), (ow, w)))
+        p = ResizeF32Params(2, form, ys, xs, wy, (wx / x_div[:, None]).astype(F32), y_div, F32(scales[0]), zps[0],
+                            F32(scales[1]), zps[1], d.min, d.max)
         for _ in range(inputs):
             x = rng.integers(d.min, d.max, (2, 3, h, w), endpoint=True)
             y = session.run(None, {"x": x.astype(d.numpy)})[0].astype(np.int64)
@@ -111,9 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(2026)
     differ, total = binary_sweep(rng, args.sets)
     print(f"BINARY_F32 (int16 / uint16 Add, Sub, Mul): {differ} of {total} elements differ from onnxruntime")
-    differ, total = resize_sweep(rng, args.sets)
-    print(f"RESIZE_F32 (Resize linear, 8 / 16 bits, {len(_MODES)} coordinate modes): {differ} of {total} elements "
-          "differ from onnxruntime")
+    for form in ("bilinear", "bicubic"):
+        differ, total = resize_sweep(rng, args.sets, form)
+        print(f"RESIZE_F32 {form} (8 / 16 bits, {len(_MODES)} coordinate modes): {differ} of {total} elements differ "
+              "from onnxruntime")
     return 0
 
 

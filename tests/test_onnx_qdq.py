@@ -4,11 +4,11 @@ weights quantized in the graph (QAT exports) and an int32 bias, Gemm with transB
 weights, MatMul of two activations and with uint8 per-column weights, Pad (its fill value quantized), Add, Mul,
 Sigmoid, LeakyRelu, Softmax, the average pools, Concat of two quantizations, data movement (MaxPool, Transpose,
 Concat, Flatten) with and without a requantization, and Sub, Tanh, HardSigmoid, HardSwish, Relu, Clip and Resize
-linear (RESIZE_F32), which onnxruntime runs in float between DQ and Q; 16-bit activations around data movement
-(uint16 stored as int16) and Add / Sub / Mul (BINARY_F32). With int8 activations onnxruntime runs the groups whose Q
--> DQ pairs are shared in float (docs/onnx.md): the int8 run checks those float paths; the products read dedicated
-pairs, which it fuses (a float product may round differently). Many cases in one model (one C build, one onnxruntime
-session); the MLPerf-Tiny-shaped QDQ models are in test_onnx_models.py."""
+linear / cubic (RESIZE_F32), which onnxruntime runs in float between DQ and Q; 16-bit activations around data
+movement (uint16 stored as int16) and Add / Sub / Mul (BINARY_F32). With int8 activations onnxruntime runs the groups
+whose Q -> DQ pairs are shared in float (docs/onnx.md): the int8 run checks those float paths; the products read
+dedicated pairs, which it fuses (a float product may round differently). Many cases in one model (one C build, one
+onnxruntime session); the MLPerf-Tiny-shaped QDQ models are in test_onnx_models.py."""
 
 import sys
 from pathlib import Path
@@ -145,6 +145,9 @@ def _selection_and_transposed_cases(m: Models, x: str, a: str, dt: str) -> None:
                    coordinate_transformation_mode="asymmetric"), 0.043, _zp(dt, -2), dt)
     _out(m, m.node("Resize", [x, "", m.const([1, 1, 1.5, 2.5], "f32")], mode="linear",
                    coordinate_transformation_mode="pytorch_half_pixel"), 0.041, _zp(dt, 0), dt)
+    _out(m, m.node("Resize", [x, "", m.const([1, 1, 1.5, 2], "f32")], mode="cubic"), 0.045, _zp(dt, 2), dt)
+    _out(m, m.node("Resize", [x, "", "", m.const([1, 4, 5, 11], "i64")], mode="cubic", cubic_coeff_a=-0.5,
+                   exclude_outside=1, coordinate_transformation_mode="align_corners"), 0.043, _zp(dt, -1), dt)
     for mode in ("linear", "nearest"):  # the same shape: onnxruntime copies, whatever the scales say
         _out(m, m.node("Resize", [x, "", m.const([1, 1, 1.1, 1.05], "f32")], mode=mode), 0.04, _zp(dt, 3), dt)
     # 4-bit weights through com.microsoft DequantizeLinear, as quantize_static writes QInt4 / QUInt4 before opset 21
@@ -165,7 +168,7 @@ def _selection_and_transposed_cases(m: Models, x: str, a: str, dt: str) -> None:
 def _sixteen_bit_cases(m: Models, dt: str) -> None:
     """16-bit activations (com.microsoft Q/DQ, as quantize_static writes QInt16 / QUInt16 before opset 21) around
     data movement and Relu: onnxruntime's float path, which the requantization tables (65,536 entries) reproduce;
-    Add / Sub / Mul (broadcast) and Resize linear: the float paths BINARY_F32 and RESIZE_F32 emulate."""
+    Add / Sub / Mul (broadcast) and Resize linear / cubic: the float paths BINARY_F32 and RESIZE_F32 emulate."""
     zp = 0 if dt == "i16" else 32768
 
     def qdq16(x: str, scale: float, offset: int) -> str:
@@ -188,6 +191,8 @@ def _sixteen_bit_cases(m: Models, dt: str) -> None:
     m.output(qdq16(m.node("Mul", [row, y]), 0.0000071, 1), None, "f32")
     m.output(qdq16(m.node("Resize", [x, "", m.const([1, 1, 1.5, 2], "f32")], mode="linear"), 0.00043, -2), None,
              "f32")
+    m.output(qdq16(m.node("Resize", [x, "", m.const([1, 1, 2, 1.5], "f32")], mode="cubic", exclude_outside=1),
+                   0.00047, 1), None, "f32")
 
 
 def _int4(m: Models, values, signed: bool) -> str:
@@ -230,20 +235,20 @@ def test_unfoldable_qdq_pattern_names_the_node():
         import_onnx_bytes(m.model(), "unfoldable", "unfoldable")
 
 
-@pytest.mark.parametrize("mode, integer", [("cubic", False), ("linear", True)])
-def test_resize_cubic_and_integer_linear_are_refused(mode, integer):
-    """Resize cubic, and linear on quantized data itself (the operator format: onnxruntime's 8-bit kernel
-    truncates), are errors naming the node."""
+@pytest.mark.parametrize("integer", [False, True])
+def test_resize_antialias_and_integer_interpolation_are_refused(integer):
+    """Resize cubic with antialias (onnxruntime's separate kernel), and linear on the quantized data itself (the
+    operator format: onnxruntime's 8-bit kernel truncates), are errors naming the node."""
     from onnx import helper
 
     m = Models(seed=4)
     x = m.input((1, 2, 3, 3), "f32")
     a = m.node("QuantizeLinear", [x, *m.qparams(0.1, 0, "i8")]) if integer else _qdq(m, x, 0.1, 0, "i8")
-    m.nodes.append(helper.make_node("Resize", [a, "", m.const([1, 1, 2, 2], "f32")], ["big"], mode=mode,
-                                    name="up"))
+    m.nodes.append(helper.make_node("Resize", [a, "", m.const([1, 1, 2, 2], "f32")], ["big"], name="up",
+                                    **({"mode": "linear"} if integer else {"mode": "cubic", "antialias": 1})))
     m.output(m.node("DequantizeLinear", ["big", *m.qparams(0.1, 0, "i8")]) if integer else _qdq(m, "big", 0.1, 0, "i8"),
              None, "f32")
-    with pytest.raises(UnsupportedError, match=f"'up'.*{'i8 data' if integer else 'mode .cubic.'}"):
+    with pytest.raises(UnsupportedError, match=f"'up'.*{'i8 data' if integer else 'antialias'}"):
         import_onnx_bytes(m.model(), "resize", "resize")
 
 

@@ -1,9 +1,9 @@
-"""RESIZE_F32 (onnxruntime's float path for a QDQ bilinear Resize): the numpy reference == an independent scalar
-float32 evaluation in onnxruntime's order (Python double arithmetic rounded to binary32 after every operation:
-correctly rounded for +, -, *, / of binary32 operands; round() is half to even), and not the same as the
-separable order (so the check decides the order); the generated C == the reference for rank 2 and rank 4 (both
-layouts), 8- and 16-bit types, weights from every coordinate mode, random weights and 2^-40 / 2^40 scales. All
-C cases in one schedule (one build)."""
+"""RESIZE_F32 (onnxruntime's float path for a QDQ bilinear or bicubic Resize): the numpy reference == an independent
+scalar float32 evaluation in onnxruntime's order (Python double arithmetic rounded to binary32 after every operation:
+correctly rounded for +, -, *, / of binary32 operands; round() is half to even), and not the same as the separable
+order (so the check decides the order); the generated C == the reference for rank 2 and rank 4 (both layouts), 8- and
+16-bit types, bilinear and bicubic (with and without exclude_outside's row divisors) weights from every coordinate
+mode, random (negative for bicubic) weights and 2^-40 / 2^40 scales. All C cases in one schedule (one build)."""
 
 import struct
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from qcodegen.errors import QcError
-from qcodegen.frontends.onnx_ops_gather import bilinear_taps
+from qcodegen.frontends.onnx_ops_gather import bicubic_taps, bilinear_taps
 from qcodegen.ir.dtypes import dtype
 from qcodegen.ir.schedule import INPUT, OUTPUT, Buffer, Schedule, Step
 from qcodegen.primitives.resize_f32 import ResizeF32Params, resize_f32
@@ -26,65 +26,86 @@ def _f32(v: float) -> float:
 
 def _scalar(p: ResizeF32Params, x: np.ndarray) -> np.ndarray:
     """Element by element, Python floats rounded to binary32 after every operation."""
-    a = p.axis
+    a, k = p.axis, p.ys.shape[1]
     out_shape = list(x.shape)
     out_shape[a:a + 2] = [len(p.ys), len(p.xs)]
     out = np.zeros(out_shape, np.int64)
     lo, hi = p.qmin - p.out_zp, p.qmax - p.out_zp
     for index in np.ndindex(*out_shape):
         r, c = index[a], index[a + 1]
-        wy1, wy2 = (float(w) for w in p.wy[r])
-        wx1, wx2 = (float(w) for w in p.wx[c])
 
         def tap(i: int, j: int, idx=index, r=r, c=c) -> float:
             src = list(idx)
             src[a:a + 2] = [int(p.ys[r][i]), int(p.xs[c][j])]
             return _f32((int(x[tuple(src)]) - p.in_zp) * float(p.in_scale))
 
-        terms = [(_f32(wx2 * wy2), tap(0, 0)), (_f32(wx1 * wy2), tap(0, 1)), (_f32(wx2 * wy1), tap(1, 0)),
-                 (_f32(wx1 * wy1), tap(1, 1))]
-        total = _f32(terms[0][0] * terms[0][1])
-        for w, f in terms[1:]:
-            total = _f32(total + _f32(w * f))
+        wy, wx = [float(w) for w in p.wy[r]], [float(w) for w in p.wx[c]]
+        total = 0.0
+        for i in range(k):
+            if p.form == "bilinear":
+                for j in range(k):
+                    total = _f32(total + _f32(_f32(wx[j] * wy[i]) * tap(i, j)))
+            else:
+                row = 0.0
+                for j in range(k):
+                    row = _f32(row + _f32(wx[j] * tap(i, j)))
+                total = _f32(total + _f32(_f32(row * wy[i]) / float(p.y_div[r])))
         v = _f32(total / float(p.out_scale))
         out[index] = round(min(max(v, lo), hi)) + p.out_zp
     return out
 
 
-def _taps(mode: str, n_out: int, n_in: int, rng: np.random.Generator | None = None):
-    if rng is None:
-        return bilinear_taps(mode, n_out, n_in, F32(n_out) / F32(n_in))
-    idx = np.sort(rng.integers(0, n_in, (n_out, 2)), axis=1)
-    w = rng.random((n_out, 2)).astype(F32)
-    w[0] = [0.0, 1.0]
-    w[-1] = [2.0 ** -30, 0.5]
-    return idx, w
+def _taps(spec, n_in: int, rng: np.random.Generator):
+    """(indices, weights, row divisors) of one axis: a coordinate mode's (form, mode, n_out) as the importer computes
+    them, or (form, None, n_out) random indices and weights (zeros, ones, tiny and negative ones for bicubic)."""
+    form, mode, n_out = spec
+    k = 2 if form == "bilinear" else 4
+    ones = np.ones(n_out, F32)
+    if mode is not None:
+        scale = F32(n_out) / F32(n_in)
+        if form == "bilinear":
+            return (*bilinear_taps(mode, n_out, n_in, scale), ones)
+        return bicubic_taps(mode, n_out, n_in, scale, F32(-0.75), n_out % 2 == 1)
+    idx = np.sort(rng.integers(0, n_in, (n_out, k)), axis=1)
+    if form == "bilinear":
+        w = rng.random((n_out, k)).astype(F32)
+        w[0], w[-1] = [0.0, 1.0], [2.0 ** -30, 0.5]
+        return idx, w, ones
+    w = rng.uniform(-0.7, 1.3, (n_out, k)).astype(F32)
+    w[0], w[-1] = [0.0, 1.0, -2.0 ** -16, 4.0], [-0.0625, 0.5625, 0.5625, -0.0625]
+    return idx, w, rng.uniform(0.5, 1.5, n_out).astype(F32)
 
 
-def _params(axis: int, taps_y, taps_x, scales, zps, out: str) -> ResizeF32Params:
+def _params(form: str, axis: int, taps_y, taps_x, scales, zps, out: str) -> ResizeF32Params:
     d = dtype(out)
-    return ResizeF32Params(axis, taps_y[0], taps_x[0], taps_y[1], taps_x[1], F32(scales[0]), zps[0], F32(scales[1]),
-                           zps[1], d.min, d.max)
+    (ys, wy, y_div), (xs, wx, _) = taps_y, taps_x
+    return ResizeF32Params(axis, form, ys, xs, wy, wx, y_div, F32(scales[0]), zps[0], F32(scales[1]), zps[1], d.min,
+                           d.max)
 
 
-# (x shape, axis, x type, out type, y taps, x taps, scales, zero points); None taps: random indices and weights
+# (x shape, axis, x type, out type, form, y taps, x taps (mode or None: random), scales, zero points)
 _CASES = [
-    ((1, 5, 6, 3), 1, "i8", "i8", ("half_pixel", 10), ("half_pixel", 12), (0.037, 0.041), (1, -2)),
-    ((2, 4, 5, 7), 2, "i8", "i8", ("align_corners", 9), ("asymmetric", 3), (0.05, 0.05), (3, 3)),
-    ((6, 7), 0, "i16", "i16", ("pytorch_half_pixel", 11), ("tf_half_pixel_for_nn", 4), (0.00041, 0.00043), (5, -2)),
-    ((1, 4, 3, 2), 1, "u16", "u16", None, None, (0.0003, 0.0007), (32768, 30000)),
-    ((1, 3, 4, 5), 1, "u8", "i16", None, ("half_pixel", 9), (2.0 ** -40, 2.0 ** -40), (128, 0)),
-    ((1, 3, 4, 5), 1, "i16", "i8", ("half_pixel", 7), None, (2.0 ** 40, 2.0 ** -40), (0, 0)),  # saturation
-    ((1, 3, 4, 5), 1, "i16", "i16", ("asymmetric", 6), ("half_pixel", 5), (2.0 ** 40, 2.0 ** 40), (-7, 0)),
+    ((1, 5, 6, 3), 1, "i8", "i8", "bilinear", ("half_pixel", 10), ("half_pixel", 12), (0.037, 0.041), (1, -2)),
+    ((2, 4, 5, 7), 2, "i8", "i8", "bilinear", ("align_corners", 9), ("asymmetric", 3), (0.05, 0.05), (3, 3)),
+    ((6, 7), 0, "i16", "i16", "bilinear", ("pytorch_half_pixel", 11), ("tf_half_pixel_for_nn", 4), (0.00041, 0.00043),
+     (5, -2)),
+    ((1, 4, 3, 2), 1, "u16", "u16", "bilinear", (None, 7), (None, 5), (0.0003, 0.0007), (32768, 30000)),
+    ((1, 3, 4, 5), 1, "u8", "i16", "bilinear", (None, 7), ("half_pixel", 9), (2.0 ** -40, 2.0 ** -40), (128, 0)),
+    ((1, 3, 4, 5), 1, "i16", "i8", "bilinear", ("half_pixel", 7), (None, 8), (2.0 ** 40, 2.0 ** -40), (0, 0)),
+    ((1, 3, 4, 5), 1, "i16", "i16", "bilinear", ("asymmetric", 6), ("half_pixel", 5), (2.0 ** 40, 2.0 ** 40), (-7, 0)),
+    ((1, 5, 6, 2), 1, "i8", "i8", "bicubic", ("half_pixel", 9), ("align_corners", 13), (0.037, 0.041), (1, -2)),
+    ((2, 3, 4, 5), 2, "u16", "u16", "bicubic", ("asymmetric", 7), ("pytorch_half_pixel", 3), (0.0003, 0.0004),
+     (32768, 30000)),
+    ((7, 6), 0, "i16", "i16", "bicubic", (None, 5), (None, 9), (0.001, 0.0007), (3, -3)),
+    ((1, 3, 4, 2), 1, "i16", "i8", "bicubic", (None, 6), ("half_pixel", 7), (2.0 ** 40, 2.0 ** -40), (0, 0)),
 ]
 
 
 def _case_params(i: int) -> tuple[ResizeF32Params, tuple[int, ...], str]:
-    shape, axis, x_t, out, ty, tx, scales, zps = _CASES[i]
+    shape, axis, x_t, out, form, ty, tx, scales, zps = _CASES[i]
     rng = np.random.default_rng(i)
-    taps = [_taps(t[0], t[1], shape[axis + k]) if t else _taps("", shape[axis + k] + 3, shape[axis + k], rng)
-            for k, t in enumerate((ty, tx))]
-    return _params(axis, *taps, scales, zps, out), shape, x_t
+    taps = [_taps((form, *spec), shape[axis + k], rng) for k, spec in enumerate((ty, tx))]
+    return _params(form, axis, *taps, scales, zps, out), shape, x_t
 
 
 def _input(rng: np.random.Generator, shape, x_t: str) -> np.ndarray:
@@ -105,12 +126,11 @@ def test_the_order_of_the_sum_decides():
     p, shape, x_t = _case_params(0)
     x = _input(np.random.default_rng(7), (1, 5, 6, 40), x_t)
     f = (x.astype(np.int64) - p.in_zp).astype(F32) * p.in_scale
-    rows = [np.take(f, p.ys[:, i], axis=1) for i in range(2)]
-    taps = [[np.take(r, p.xs[:, j], axis=2) for j in range(2)] for r in rows]
-    wx1, wx2 = p.wx[None, None, :, 0, None], p.wx[None, None, :, 1, None]
-    wy1, wy2 = p.wy[None, :, 0, None, None], p.wy[None, :, 1, None, None]
-    top, bottom = (wx2 * t[0] + wx1 * t[1] for t in taps)
-    separable = np.rint(np.clip((wy2 * top + wy1 * bottom) / p.out_scale, p.qmin - p.out_zp, p.qmax - p.out_zp))
+    taps = [[np.take(np.take(f, p.ys[:, i], axis=1), p.xs[:, j], axis=2) for j in range(2)] for i in range(2)]
+    wx = [p.wx[None, None, :, j, None] for j in range(2)]
+    wy = [p.wy[None, :, i, None, None] for i in range(2)]
+    top, bottom = (wx[0] * t[0] + wx[1] * t[1] for t in taps)
+    separable = np.rint(np.clip((wy[0] * top + wy[1] * bottom) / p.out_scale, p.qmin - p.out_zp, p.qmax - p.out_zp))
     assert np.count_nonzero(separable.astype(np.int64) + p.out_zp != resize_f32(p, x)) > 0
 
 
@@ -127,7 +147,8 @@ def _schedule() -> tuple[Schedule, list[np.ndarray]]:
         sched.inputs.append(f"x{i}")
         sched.outputs.append(f"y{i}")
         sched.steps.append(Step("RESIZE_F32", [f"x{i}"], [f"y{i}"], dict(
-            axis=p.axis, ys=p.ys.tolist(), xs=p.xs.tolist(), wy=p.wy.tolist(), wx=p.wx.tolist(),
+            axis=p.axis, form=p.form, ys=p.ys.tolist(), xs=p.xs.tolist(), wy=p.wy.tolist(), wx=p.wx.tolist(),
+            y_div=p.y_div.tolist(),
             in_scale=float(p.in_scale), in_zp=p.in_zp, out_scale=float(p.out_scale), out_zp=p.out_zp, qmin=p.qmin,
             qmax=p.qmax), source=f"case {i}"))
         data.append(_input(rng, shape, x_t))
@@ -146,7 +167,8 @@ def test_c_sanitized():
 
 def test_tiny_weight_products_are_refused():
     with pytest.raises(QcError, match="2\\^-60"):
-        prepare(step_schedule("RESIZE_F32", [Var((3, 3), "i8")], [((2, 3), "i8")], axis=0, ys=[[0, 1], [1, 2]],
+        prepare(step_schedule("RESIZE_F32", [Var((3, 3), "i8")], [((2, 3), "i8")], axis=0, form="bilinear",
+                              ys=[[0, 1], [1, 2]],
                               xs=[[0, 1], [1, 2], [2, 2]], wy=[[2.0 ** -31, 1.0], [0.5, 0.5]],
                               wx=[[0.0, 1.0], [2.0 ** -31, 0.5], [0.5, 0.5]], in_scale=0.1, in_zp=0, out_scale=0.1,
                               out_zp=0, qmin=-128, qmax=127))

@@ -105,7 +105,7 @@ class _Layout:
             rules[kind] = self.concat
         rules.update({"onnx.QLinearSoftmax": self.softmax, "onnx.Pad": self.pad, "onnx.Slice": self.slice,
                       "onnx.Transpose": self.transpose, "onnx.Reshape": self.reshape, "onnx.Gather": self.gather,
-                      "onnx.ResizeLinear": self.gather})  # an axis (H; W follows it in both layouts)
+                      "onnx.ResizeInterpolate": self.gather})  # an axis (H; W follows it in both layouts)
         for op in self.graph.ops:
             layout = rules.get(op.kind, self.logical)(op)
             self.ops.append(op)

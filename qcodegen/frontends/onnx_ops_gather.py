@@ -1,8 +1,8 @@
 """Import of the ONNX operators that select elements at indices known at compile time (docs/onnx.md): Gather
 with constant indices, Split, and Resize in mode "nearest". Each becomes data movement on the stored values, the
 output keeping the input's type and quantization (onnxruntime runs them on the quantized data in QDQ models too).
-Resize "linear" (float data, which a QDQ model quantizes around it) -> onnx.ResizeLinear with onnxruntime's
-per-axis source indices and float32 weights (bilinear_taps):
+Resize "linear" / "cubic" (float data, which a QDQ model quantizes around it) -> onnx.ResizeInterpolate with
+onnxruntime's per-axis source indices and float32 weights (bilinear_taps, bicubic_taps):
 
 Gather (axis, constant indices of any rank) -> onnx.Gather (axis, 1-D `indices` attr) [+ onnx.Reshape];
 Split -> one onnx.Slice per output; Resize nearest (constant scales or sizes) -> one onnx.Gather per resized axis,
@@ -127,34 +127,73 @@ _COORDINATE_MODES = ("half_pixel", "pytorch_half_pixel", "tf_half_pixel_for_nn",
 
 
 def bilinear_taps(mode: str, out_len: int, in_len: int, scale: np.float32) -> tuple[np.ndarray, np.ndarray]:
-    """onnxruntime's SetupUpsampleBilinear along one axis: per output index the two source indices [i1, i2] and
-    the float32 weights [|c - i1|, |c - i2|] of the clamped source coordinate c (0.5 each when i1 == i2); the
-    weight of i1 is the second."""
+    """onnxruntime's SetupUpsampleBilinear along one axis: per output index the source indices [i1, i2] of the
+    clamped float32 source coordinate c and their float32 weights [|c - i2|, |c - i1|] (0.5 each when i1 == i2)."""
     c = np.arange(out_len, dtype=F32) if scale == 1 else _source_coordinate(mode, out_len, in_len, scale)
     c = np.clip(c.astype(F32), F32(0), F32(in_len - 1))
     i1 = np.minimum(c.astype(np.int64), in_len - 1)
     i2 = np.minimum(i1 + 1, in_len - 1)
-    w1, w2 = np.abs(c - i1.astype(F32)), np.abs(c - i2.astype(F32))
+    w1, w2 = np.abs(c - i2.astype(F32)), np.abs(c - i1.astype(F32))
     same = i1 == i2
     w1, w2 = np.where(same, F32(0.5), w1), np.where(same, F32(0.5), w2)
     return np.stack([i1, i2], axis=1), np.stack([w1, w2], axis=1).astype(F32)
 
 
-def _bilinear(imp: Importer, x: Tensor, out: list[int], factors: list[np.float32], coordinate: str) -> None:
-    """Resize linear over the last two axes (rank 2, or rank 4 with N and C unchanged, as onnxruntime requires) of
-    float data: onnx.ResizeLinear, which the QDQ folding quantizes (onnxruntime's float path between DQ and Q)."""
+def _cubic_coefficients(s: np.ndarray, a: np.float32) -> np.ndarray:
+    """onnxruntime's GetCubicCoeffs: the four float32 weights of the taps at -1, 0, 1, 2 for fractions s."""
+    one, two, three, four, five, eight = (F32(v) for v in (1, 2, 3, 4, 5, 8))
+    d = np.abs(s).astype(F32)
+
+    def outer(t: np.ndarray) -> np.ndarray:
+        return ((a * t - five * a) * t + eight * a) * t - four * a
+
+    def inner(t: np.ndarray) -> np.ndarray:
+        return ((a + two) * t - (a + three)) * t * t + one
+
+    return np.stack([outer(d + one), inner(d), inner(one - d), outer(two - d)], axis=1).astype(F32)
+
+
+def bicubic_taps(mode: str, out_len: int, in_len: int, scale: np.float32, a: np.float32,
+                 exclude_outside: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """onnxruntime's ResizeBiCubic along one axis: per output index the four source indices floor(c) - 1 .. + 2
+    (clamped to the axis), their float32 weights (GetCubicCoeffs of c - floor(c); with exclude_outside those of
+    taps outside the axis 0) and the weights' float32 sum in tap order (1 without exclude_outside)."""
+    c = (np.arange(out_len, dtype=F32) if scale == 1 else _source_coordinate(mode, out_len, in_len, scale)).astype(F32)
+    base = np.floor(c).astype(np.int64)
+    taps = base[:, None] + np.arange(-1, 3)[None, :]
+    weights = _cubic_coefficients((c - base.astype(F32)).astype(F32), a)
+    sums = np.ones(out_len, F32)
+    if exclude_outside:
+        weights = np.where((taps >= 0) & (taps < in_len), weights, F32(0)).astype(F32)
+        sums = np.add.accumulate(weights, axis=1, dtype=F32)[:, -1]
+    return np.clip(taps, 0, in_len - 1), weights, sums
+
+
+def _interpolate(imp: Importer, x: Tensor, out: list[int], factors: list[np.float32], coordinate: str,
+                 mode: str) -> None:
+    """Resize linear / cubic over the last two axes (rank 2, or rank 4 with N and C unchanged, as onnxruntime
+    requires) of float data: onnx.ResizeInterpolate (RESIZE_F32's taps and weights), which the QDQ folding
+    quantizes (onnxruntime's float path between DQ and Q)."""
     rank = len(x.shape)
     if x.dtype.name != "f32":
-        raise imp.unsupported(f"Resize linear of {x.dtype} data (onnxruntime's 8-bit kernel truncates; supported: "
+        raise imp.unsupported(f"Resize {mode} of {x.dtype} data (onnxruntime's 8-bit kernel truncates; supported: "
                               "float data between DequantizeLinear and QuantizeLinear)")
     if rank not in (2, 4) or (rank == 4 and (factors[0] != 1 or factors[1] != 1)):
-        raise imp.unsupported(f"Resize linear of rank {rank} with scales {[float(f) for f in factors]} (supported: "
-                              "bilinear over the last two axes of rank 2 or 4)")
+        raise imp.unsupported(f"Resize {mode} of rank {rank} with scales {[float(f) for f in factors]} (supported: "
+                              "over the last two axes of rank 2 or 4)")
     axis = rank - 2
-    (ys, wy), (xs, wx) = (bilinear_taps(coordinate, out[a], x.shape[a], factors[a]) for a in (axis, axis + 1))
+    if mode == "linear":
+        (ys, wy), (xs, wx) = (bilinear_taps(coordinate, out[a], x.shape[a], factors[a]) for a in (axis, axis + 1))
+        attrs = {"form": "bilinear"}
+    else:
+        a, exclude = F32(imp.attr("cubic_coeff_a", -0.75)), bool(int(imp.attr("exclude_outside", 0)))
+        (ys, wy, y_div), (xs, wx, x_div) = (bicubic_taps(coordinate, out[k], x.shape[k], factors[k], a, exclude)
+                                            for k in (axis, axis + 1))
+        wx = (wx / x_div[:, None]).astype(F32)  # coefficient / sum, as onnxruntime divides each before the product
+        attrs = {"form": "bicubic", "y_div": y_div.tolist()}
     y = imp.new_tensor(imp.name_out(), tuple(out), x.dtype.name, None)
-    imp.emit("ResizeLinear", [x.name], [y.name], axis=axis, ys=ys.tolist(), xs=xs.tolist(), wy=wy.tolist(),
-             wx=wx.tolist())
+    imp.emit("ResizeInterpolate", [x.name], [y.name], axis=axis, ys=ys.tolist(), xs=xs.tolist(), wy=wy.tolist(),
+             wx=wx.tolist(), **attrs)
 
 
 @importer("Resize")
@@ -165,9 +204,9 @@ def resize(imp: Importer, node: Node) -> None:
     x = imp.tensor_in(0)
     rank = len(x.shape)
     mode = str(imp.attr("mode", "nearest"))
-    if mode not in ("nearest", "linear"):
+    if mode not in ("nearest", "linear", "cubic"):
         raise imp.unsupported(f"Resize mode {mode!r} (supported: 'nearest', which selects stored values, and "
-                              "'linear' between DequantizeLinear and QuantizeLinear)")
+                              "'linear', 'cubic' between DequantizeLinear and QuantizeLinear)")
     coordinate = str(imp.attr("coordinate_transformation_mode", "half_pixel"))
     nearest = str(imp.attr("nearest_mode", "round_prefer_floor"))
     if coordinate not in _COORDINATE_MODES or nearest not in _NEAREST:
@@ -175,8 +214,8 @@ def resize(imp: Importer, node: Node) -> None:
                               f"(supported: {', '.join(_COORDINATE_MODES)} / {', '.join(_NEAREST)})")
     if imp.attr("axes", None, list) is not None or str(imp.attr("keep_aspect_ratio_policy", "stretch")) != "stretch":
         raise imp.unsupported("Resize with axes or keep_aspect_ratio_policy (opset 18)")
-    if mode == "linear" and int(imp.attr("antialias", 0)):
-        raise imp.unsupported("Resize linear with antialias (onnxruntime's separate antialiasing kernel)")
+    if mode != "nearest" and int(imp.attr("antialias", 0)):
+        raise imp.unsupported(f"Resize {mode} with antialias (onnxruntime's separate antialiasing kernel)")
     scales, sizes = imp.const_in(2, "scales", required=False), imp.const_in(3, "sizes", required=False)
     if scales is not None and scales.size and sizes is not None and sizes.size:
         raise imp.error("scales and sizes are both given")
@@ -200,8 +239,8 @@ def resize(imp: Importer, node: Node) -> None:
         y = imp.new_tensor(imp.name_out(), x.shape, x.dtype.name, x.quant)
         imp.emit("Reshape", [x.name], [y.name], shape=list(x.shape))
         return
-    if mode == "linear":
-        _bilinear(imp, x, out, factors, coordinate)
+    if mode != "nearest":
+        _interpolate(imp, x, out, factors, coordinate, mode)
         return
     current = x
     resized = [a for a in range(rank) if out[a] != x.shape[a] or factors[a] != 1]

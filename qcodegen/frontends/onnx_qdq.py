@@ -43,7 +43,7 @@ _RENAMES = {"onnx.Conv": "onnx.QLinearConv", "onnx.ConvTranspose": "onnx.QLinear
 _CONTRACTIONS = ("onnx.Conv", "onnx.ConvTranspose", "onnx.MatMul", "onnx.Gemm")
 _PRODUCTS = tuple(_RENAMES[k] for k in _CONTRACTIONS)
 # no QLinear kernels: quantized, these mean onnxruntime's float path (tabulated)
-_FLOAT_PATH = ("onnx.Sub", "onnx.Tanh", "onnx.HardSigmoid", "onnx.HardSwish", "onnx.ResizeLinear")
+_FLOAT_PATH = ("onnx.Sub", "onnx.Tanh", "onnx.HardSigmoid", "onnx.HardSwish", "onnx.ResizeInterpolate")
 _FLOAT_OPS = {*_RENAMES, *_FLOAT_PATH, "onnx.Relu", "onnx.Clip"}  # onnx_ops_float's kinds
 
 
@@ -107,7 +107,7 @@ ONNX = QdqFormat(
     reductions=frozenset(),
     elementwise=frozenset({"onnx.Add", "onnx.Mul", "onnx.Sub", "onnx.Sigmoid", "onnx.Tanh", "onnx.LeakyRelu",
                            "onnx.HardSigmoid", "onnx.HardSwish", "onnx.Softmax", "onnx.GlobalAveragePool",
-                           "onnx.AveragePool", "onnx.Relu", "onnx.Clip", "onnx.Concat", "onnx.ResizeLinear"}),
+                           "onnx.AveragePool", "onnx.Relu", "onnx.Clip", "onnx.Concat", "onnx.ResizeInterpolate"}),
     activations={"onnx.Relu": 0, "onnx.Clip": 0},
     scalings={},
     bias_add="onnx.Add",

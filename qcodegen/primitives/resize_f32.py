@@ -1,20 +1,23 @@
-"""RESIZE_F32 (qcodegen extension): onnxruntime's float path for a QDQ model's bilinear Resize (DequantizeLinear,
-Resize mode "linear", QuantizeLinear), every float32 operation emulated exactly with integers (runtime/qc_runtime.h
-qc_f32s_*; docs/semantics.md §14.2, docs/onnx.md).
+"""RESIZE_F32 (qcodegen extension): onnxruntime's float path for a QDQ model's bilinear or bicubic Resize
+(DequantizeLinear, Resize mode "linear" / "cubic", QuantizeLinear), every float32 operation emulated exactly with
+integers (runtime/qc_runtime.h qc_f32s_*; docs/semantics.md §14.2, docs/onnx.md).
 
-Over two adjacent axes (H = `axis`, W = axis + 1) of x, for output position (y, x) and each element of the other
-axes, all float32, round to nearest even, in this order (onnxruntime 1.32's UpsampleBilinear):
-    f(i, j) = f32(x[i, j] - in_zp) * in_scale                                         (DequantizeLinear)
-    r = ((((wx2[x] * wy2[y]) * f(y1, x1) + (wx1[x] * wy2[y]) * f(y1, x2))
-          + (wx2[x] * wy1[y]) * f(y2, x1)) + (wx1[x] * wy1[y]) * f(y2, x2))
-    out = clamp(round_half_even(r / out_scale), qmin - out_zp, qmax - out_zp) + out_zp  (MLAS QuantizeLinear)
-with y1 = ys[y][0], y2 = ys[y][1], wy1 = wy[y][0], wy2 = wy[y][1] (likewise for x): source indices and float32
-weights in [0, 1] computed at plan time as onnxruntime computes them (the lowering). The scales lie in
-[2^-40, 2^40] and every nonzero weight product is at least 2^-60 (checked): every intermediate is then a normal
-float32 or zero (module docstring of binary_f32).
+Over two adjacent axes (H = `axis`, W = axis + 1) of x, for output position (r, c) and each element of the other
+axes, with the k source rows ys[r][i], columns xs[c][j] and float32 weights wy[r][i], wx[c][j] (k = 2 bilinear,
+4 bicubic) computed at plan time as onnxruntime computes them (the importer), all float32, round to nearest even,
+sums from the left (onnxruntime 1.32's UpsampleBilinear and ResizeBiCubic):
+    f(i, j) = f32(x[ys[r][i], xs[c][j]] - in_zp) * in_scale                          (DequantizeLinear)
+    bilinear: v = sum over i, then j, of (wx[c][j] * wy[r][i]) * f(i, j)
+    bicubic:  v = sum over i of ((sum over j of wx[c][j] * f(i, j)) * wy[r][i]) / y_div[r]
+    out = clamp(round_half_even(v / out_scale), qmin - out_zp, qmax - out_zp) + out_zp  (MLAS QuantizeLinear)
+The scales lie in [2^-40, 2^40], every nonzero bicubic weight magnitude in [2^-30, 2^10] and y_div in
+[2^-16, 4], the bilinear weights in [0, 1] with nonzero products of at least 2^-60 (checked): every product and
+quotient that reaches the result is then zero or a normal float32 (|f| >= 2^-40, a nonzero row sum >= 2^-93, its
+product with a weight >= 2^-123); a sum that falls below 2^-126 is exact in binary32 as here.
 
-inputs: x (i8, u8, i16, u16); attrs: axis, ys, xs ([n, 2] integers), wy, wx ([n, 2] float32), in_scale, in_zp,
-out_scale, out_zp, qmin, qmax. Output: x's shape with H, W replaced by len(ys), len(xs); i8, u8, i16 or u16.
+inputs: x (i8, u8, i16, u16); attrs: axis, form ("bilinear" or "bicubic"), ys, xs ([n, k] integers), wy, wx
+([n, k] float32), y_div ([len(ys)] float32, bicubic), in_scale, in_zp, out_scale, out_zp, qmin, qmax. Output:
+x's shape with H, W replaced by len(ys), len(xs); i8, u8, i16 or u16.
 """
 
 from __future__ import annotations
@@ -29,7 +32,10 @@ from .binary_f32 import SCALE_RANGE
 from .rescale_f32 import mantissa_exponent
 
 _TYPES = ("i8", "u8", "i16", "u16")
+_TAPS = {"bilinear": 2, "bicubic": 4}
 MIN_WEIGHT_PRODUCT = 2.0 ** -60
+CUBIC_WEIGHT_RANGE = (2.0 ** -30, 2.0 ** 10)
+Y_DIV_RANGE = (2.0 ** -16, 4.0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -37,10 +43,12 @@ class ResizeF32Params:
     """The attributes of a RESIZE_F32 step (module docstring), typed."""
 
     axis: int
+    form: str
     ys: np.ndarray
     xs: np.ndarray
     wy: np.ndarray
     wx: np.ndarray
+    y_div: np.ndarray
     in_scale: np.float32
     in_zp: int
     out_scale: np.float32
@@ -51,38 +59,62 @@ class ResizeF32Params:
     @classmethod
     def of(cls, io: StepIO) -> ResizeF32Params:
         a = io.attrs
-        keys = ("axis", "ys", "xs", "wy", "wx", "in_scale", "in_zp", "out_scale", "out_zp", "qmin", "qmax")
+        keys = ("axis", "form", "ys", "xs", "wy", "wx", "in_scale", "in_zp", "out_scale", "out_zp", "qmin", "qmax")
         missing = [k for k in keys if k not in a]
         require(not missing, f"RESIZE_F32: missing attributes {missing}")
-        return cls(int(a["axis"]), np.asarray(a["ys"], np.int64).reshape(-1, 2),
-                   np.asarray(a["xs"], np.int64).reshape(-1, 2),
-                   np.asarray(a["wy"], np.float64).astype(np.float32).reshape(-1, 2),
-                   np.asarray(a["wx"], np.float64).astype(np.float32).reshape(-1, 2), np.float32(a["in_scale"]),
-                   int(a["in_zp"]), np.float32(a["out_scale"]), int(a["out_zp"]), int(a["qmin"]), int(a["qmax"]))
+        form = str(a["form"])
+        require(form in _TAPS, f"RESIZE_F32: form {form!r} is not one of {list(_TAPS)}")
+        k = _TAPS[form]
 
-    def coefficients(self) -> list[np.ndarray]:
-        """The four float32 weight products [out_h, out_w] in the order of the sum: c11, c21, c12, c22."""
-        wy1, wy2 = self.wy[:, 0, None], self.wy[:, 1, None]
-        wx1, wx2 = self.wx[None, :, 0], self.wx[None, :, 1]
-        return [wx2 * wy2, wx1 * wy2, wx2 * wy1, wx1 * wy1]
+        def table(key: str, dt: type) -> np.ndarray:
+            values = np.asarray(a[key], np.float64)
+            require(values.ndim == 2 and values.shape[1] == k, f"RESIZE_F32: {key} must be [n, {k}]")
+            return values.astype(dt)
+
+        ys = table("ys", np.int64)
+        y_div = np.asarray(a.get("y_div", np.ones(len(ys))), np.float64).astype(np.float32).reshape(-1)
+        return cls(int(a["axis"]), form, ys, table("xs", np.int64), table("wy", np.float32), table("wx", np.float32),
+                   y_div, np.float32(a["in_scale"]), int(a["in_zp"]), np.float32(a["out_scale"]), int(a["out_zp"]),
+                   int(a["qmin"]), int(a["qmax"]))
+
+    def products(self) -> np.ndarray:
+        """Bilinear: the float32 weight products [out_h, out_w, k, k] (wx[c][j] * wy[r][i] at [r, c, i, j])."""
+        return self.wx[None, :, None, :] * self.wy[:, None, :, None]
 
 
 def resize_f32(p: ResizeF32Params, x: np.ndarray) -> np.ndarray:
     """The float32 definition (module docstring) in numpy float32 operations, as int64."""
-    a = p.axis
+    a, k = p.axis, _TAPS[p.form]
     f = (np.asarray(x, np.int64) - p.in_zp).astype(np.float32) * p.in_scale
+    lead = (1,) * a
+    trail = (1,) * (f.ndim - a - 2)
 
     def tap(i: int, j: int) -> np.ndarray:
-        rows = np.take(f, p.ys[:, i], axis=a)
-        return np.take(rows, p.xs[:, j], axis=a + 1)
+        return np.take(np.take(f, p.ys[:, i], axis=a), p.xs[:, j], axis=a + 1)
 
-    view = (1,) * a + (len(p.ys), len(p.xs)) + (1,) * (f.ndim - a - 2)
-    c11, c21, c12, c22 = (c.reshape(view) for c in p.coefficients())
-    r = c11 * tap(0, 0) + c21 * tap(0, 1)
-    r = r + c12 * tap(1, 0)
-    r = r + c22 * tap(1, 1)
-    v = np.clip((r / p.out_scale).astype(np.float32), np.float32(p.qmin - p.out_zp), np.float32(p.qmax - p.out_zp))
-    return np.rint(v).astype(np.int64) + p.out_zp
+    def per_column(w: np.ndarray) -> np.ndarray:
+        return w.reshape(lead + (1, len(p.xs)) + trail)
+
+    def per_row(w: np.ndarray) -> np.ndarray:
+        return w.reshape(lead + (len(p.ys), 1) + trail)
+
+    v = None
+    if p.form == "bilinear":
+        c = p.products()
+        for i in range(k):
+            for j in range(k):
+                term = c[:, :, i, j].reshape(lead + c.shape[:2] + trail) * tap(i, j)
+                v = term if v is None else v + term
+    else:
+        for i in range(k):
+            row = None
+            for j in range(k):
+                term = per_column(p.wx[:, j]) * tap(i, j)
+                row = term if row is None else row + term
+            term = (row * per_row(p.wy[:, i])) / per_row(p.y_div)
+            v = term if v is None else v + term
+    q = np.clip((v / p.out_scale).astype(np.float32), np.float32(p.qmin - p.out_zp), np.float32(p.qmax - p.out_zp))
+    return np.rint(q).astype(np.int64) + p.out_zp
 
 
 @register
@@ -103,11 +135,22 @@ class ResizeF32(Primitive):
                                                  f"{list(x.shape)}")
         for name, idx, w, n in (("ys", p.ys, p.wy, x.shape[p.axis]), ("xs", p.xs, p.wx, x.shape[p.axis + 1])):
             require(len(idx) > 0 and bool(np.all((idx >= 0) & (idx < n))), f"RESIZE_F32: {name} outside [0, {n})")
-            require(w.shape == idx.shape and bool(np.all((w >= 0) & (w <= 1))), f"RESIZE_F32: weights of {name} "
-                                                                                 "must be in [0, 1]")
-        products = np.concatenate([c.reshape(-1) for c in p.coefficients()])
-        require(bool(np.all((products == 0) | (products >= MIN_WEIGHT_PRODUCT))), "RESIZE_F32: a weight product "
-                                                                                   "below 2^-60")
+            require(w.shape == idx.shape and bool(np.all(np.isfinite(w))), f"RESIZE_F32: weights of {name} must be "
+                                                                           "finite, one per index")
+        if p.form == "bilinear":
+            weights = np.concatenate([p.wy.reshape(-1), p.wx.reshape(-1)])
+            products = p.products()
+            require(bool(np.all((weights >= 0) & (weights <= 1))), "RESIZE_F32: bilinear weights must be in [0, 1]")
+            require(bool(np.all((products == 0) | (products >= MIN_WEIGHT_PRODUCT))), "RESIZE_F32: a weight "
+                                                                                       "product below 2^-60")
+        else:
+            magnitudes = np.abs(np.concatenate([p.wy.reshape(-1), p.wx.reshape(-1)]))
+            lo, hi = CUBIC_WEIGHT_RANGE
+            require(bool(np.all((magnitudes == 0) | ((magnitudes >= lo) & (magnitudes <= hi)))),
+                    "RESIZE_F32: a bicubic weight magnitude outside [2^-30, 2^10]")
+            require(p.y_div.shape == (len(p.ys),) and bool(np.all((p.y_div >= Y_DIV_RANGE[0]) &
+                                                                   (p.y_div <= Y_DIV_RANGE[1]))),
+                    "RESIZE_F32: y_div needs one value in [2^-16, 4] per output row")
         for s in (p.in_scale, p.out_scale):
             require(bool(SCALE_RANGE[0] <= s <= SCALE_RANGE[1]), f"RESIZE_F32: scale {float(s)!r} outside "
                                                                  "[2^-40, 2^40]")
@@ -127,9 +170,10 @@ class ResizeF32(Primitive):
     def constants(self, io: StepIO) -> dict[str, np.ndarray]:
         p = ResizeF32Params.of(io)
         out = {"ys": p.ys.astype(np.int32), "xs": p.xs.astype(np.int32)}
-        for key, w in (("wy", p.wy), ("wx", p.wx)):
-            m, k = mantissa_exponent(w)
-            out[f"{key}_m"], out[f"{key}_k"] = m.astype(np.int32), k.astype(np.int16)
+        for key, w in (("wy", p.wy), ("wx", p.wx), ("y_div", p.y_div)):
+            m, k = mantissa_exponent(np.abs(w))
+            out[f"{key}_m"] = np.where(w.reshape(-1) < 0, -m, m).astype(np.int32)  # the sign on the mantissa
+            out[f"{key}_k"] = k.astype(np.int16)
         return out
 
     def template_context(self, io: StepIO) -> dict:
@@ -138,4 +182,5 @@ class ResizeF32(Primitive):
         return dict(outer=int(np.prod(shape[:p.axis], dtype=np.int64)), h=shape[p.axis], w=shape[p.axis + 1],
                     inner=int(np.prod(shape[p.axis + 2:], dtype=np.int64)), oh=len(p.ys), ow=len(p.xs),
                     m=[int(v) for v in m], k=[int(v) for v in k], in_zp=p.in_zp, out_zp=p.out_zp,
-                    lo=p.qmin - p.out_zp, hi=p.qmax - p.out_zp)
+                    lo=p.qmin - p.out_zp, hi=p.qmax - p.out_zp, taps=_TAPS[p.form], bicubic=p.form == "bicubic",
+                    divide=bool(np.any(p.y_div != 1)))

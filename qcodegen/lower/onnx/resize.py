@@ -1,6 +1,6 @@
-"""A QDQ model's bilinear Resize (onnx.ResizeLinear on quantized data, qcodegen/frontends/onnx_ops_gather.py) ->
-RESIZE_F32: onnxruntime runs it in float between DequantizeLinear and QuantizeLinear, each float32 operation of
-which RESIZE_F32 emulates (exact)."""
+"""A QDQ model's bilinear or bicubic Resize (onnx.ResizeInterpolate on quantized data,
+qcodegen/frontends/onnx_ops_gather.py) -> RESIZE_F32: onnxruntime runs it in float between DequantizeLinear and
+QuantizeLinear, each float32 operation of which RESIZE_F32 emulates (exact)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from ...primitives.binary_f32 import SCALE_RANGE
 from ..base import Lowerer, rule
 
 
-@rule("onnx.ResizeLinear")
+@rule("onnx.ResizeInterpolate")
 def lower_resize_linear(lw: Lowerer, op: Op) -> None:
     x, y = lw.tensor_in(0), lw.tensor_out(0)
     qx, qy = lw.quant_in(0), lw.quant_out(0)
     if not all(SCALE_RANGE[0] <= q.scale <= SCALE_RANGE[1] for q in (qx, qy)):
         raise lw.error(f"scales {qx.scale}, {qy.scale} of {x.name!r}, {y.name!r} (supported: 2^-40 to 2^40, where "
                        "float32 stays normal)")
-    lw.emit("RESIZE_F32", [x.name], [y.name], axis=int(lw.attr("axis")), ys=lw.attr("ys"), xs=lw.attr("xs"),
-            wy=lw.attr("wy"), wx=lw.attr("wx"), in_scale=qx.scale, in_zp=qx.zero_point, out_scale=qy.scale,
-            out_zp=qy.zero_point, qmin=qy.storage_min, qmax=qy.storage_max)
+    weights = {key: lw.attr(key) for key in ("form", "ys", "xs", "wy", "wx", "y_div") if key in op.attrs}
+    lw.emit("RESIZE_F32", [x.name], [y.name], axis=int(lw.attr("axis")), in_scale=qx.scale, in_zp=qx.zero_point,
+            out_scale=qy.scale, out_zp=qy.zero_point, qmin=qy.storage_min, qmax=qy.storage_max, **weights)
