@@ -88,6 +88,13 @@ def patterns(seed: int = 0) -> dict[str, bytes]:
             [offset(), node("Resize", ["a0", "", "sc"], ["y"], mode="linear",
                             coordinate_transformation_mode="asymmetric")],
             {**k, "sc": np.array([1, 1, 1.5, 1.5], np.float32)}, [1, 3, 12, 12], [1, 3, 18, 18]),
+        "Resize cubic x1.5 (exclude_outside)": _model(
+            [offset(), node("Resize", ["a0", "", "sc"], ["y"], mode="cubic", exclude_outside=1)],
+            {**k, "sc": np.array([1, 1, 1.5, 1.5], np.float32)}, [1, 3, 12, 12], [1, 3, 18, 18]),
+        "Resize cubic to 17 x 9 (align_corners, a -0.5)": _model(
+            [offset(), node("Resize", ["a0", "", "", "sz"], ["y"], mode="cubic", cubic_coeff_a=-0.5,
+                            coordinate_transformation_mode="align_corners")],
+            {**k, "sz": np.array([1, 3, 17, 9], np.int64)}, [1, 3, 12, 12], [1, 3, 17, 9]),
         "Split -> Add / Sub / Mul": _model(
             [offset(), node("Split", ["a0", "parts3"], ["a", "b", "c"], axis=1), node("Add", ["a", "b"], ["s"]),
              node("Sub", ["s", "c"], ["d"]), node("Mul", ["d", "a"], ["y"])],
