@@ -7,9 +7,9 @@ Unsqueeze, Identity), Transpose, Concat, Slice (also Split), Gather (also Resize
 quantized) and MaxPool move data (MaxPool commutes with the monotone dequantization); Conv, ConvTranspose, MatMul
 and Gemm contract (their bias is an Add after the product: onnx_ops_float), a dequantized int32 bias at the
 accumulator's float32 scale taken as its stored integers, as onnxruntime's fused kernels add them; Add, Mul, Sub,
-Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, Softmax, the average pools, Resize linear, Relu, Clip and Concat (of
-differently quantized inputs, which it cannot move) compute element-wise on the quantized operands; Relu and Clip
-commute with quantization (monotone, constant bounds).
+Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, Softmax, the average pools, Resize (linear, cubic), Relu, Clip
+and Concat (of differently quantized inputs, which it cannot move) compute element-wise on the quantized operands;
+Relu and Clip commute with quantization (monotone, constant bounds).
 
 After the folding (onnxruntime's fusions, measured in docs/onnx.md):
   Conv [+ bias add + requantization] -> QLinearConv; ConvTranspose [+ ...] -> onnx.QLinearConvTranspose (no
@@ -17,7 +17,7 @@ After the folding (onnxruntime's fusions, measured in docs/onnx.md):
   Add / Mul -> QLinearAdd / QLinearMul (an int8 Add of a dequantized constant, as quantize_static writes a
   MatMul's bias, marked float_path: onnxruntime runs it in float, measured); Concat of differently quantized
   inputs -> QLinearConcat; Sigmoid, LeakyRelu, Softmax, GlobalAveragePool (also ReduceMean over H, W),
-  AveragePool -> their QLinear operators; Sub, Tanh, HardSigmoid, HardSwish and ResizeLinear stay, on quantized
+  AveragePool -> their QLinear operators; Sub, Tanh, HardSigmoid, HardSwish and ResizeInterpolate stay, on quantized
   data (onnxruntime's float path, tabulated or emulated); Relu, Clip and the remaining dequantize -> quantize pairs ->
   onnx.Requantize (8- or 16-bit: dequantize in float32, clamp to the bounds, MlasQuantizeLinear: a table, exact).
   4-bit constant weights of the products are stored as int8 (widen_4bit_weights).

@@ -1,11 +1,13 @@
-"""Helpers shared by the ONNX lowering rules: the RESCALE_F32 that reproduces onnxruntime's requantization, and
-convolution / pooling windows in TOSA form."""
+"""Helpers shared by the ONNX lowering rules: the RESCALE_F32 that reproduces onnxruntime's requantization,
+convolution / pooling windows in TOSA form, and the scale range of the emulated float32 paths."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...errors import UnsupportedError
 from ...ir.graph import Tensor
+from ...primitives.binary_f32 import SCALE_RANGE
 from ...semantics.window import SourceWindow, window
 from ..base import Lowerer
 
@@ -34,3 +36,11 @@ def nhwc(lw: Lowerer) -> None:
     """The current op must have been given the channels-last layout by the front end."""
     if lw.attr("layout", "NCHW") != "NHWC":
         raise lw.error("expects channels-last data (the ONNX front end's layout pass sets layout NHWC)")
+
+
+def require_f32_path_scales(lw: Lowerer, tensors: list[Tensor]) -> None:
+    """BINARY_F32 and RESIZE_F32 emulate binary32 without subnormals or infinities: scales in [2^-40, 2^40]."""
+    scales = [t.quant.scale for t in tensors]
+    if not all(SCALE_RANGE[0] <= s <= SCALE_RANGE[1] for s in scales):
+        raise UnsupportedError(f"{lw.label}: scales {scales} of {', '.join(repr(t.name) for t in tensors)} "
+                               "(supported: 2^-40 to 2^40, where onnxruntime's float32 path stays normal)")

@@ -18,7 +18,6 @@ import numpy as np
 from ...errors import UnsupportedError
 from ...ir.graph import Op
 from ...ir.quant import QuantType
-from ...primitives.binary_f32 import SCALE_RANGE
 from ...semantics.onnxruntime import (
     add_table,
     float_binary_table,
@@ -32,6 +31,7 @@ from ...semantics.onnxruntime import (
 )
 from ..base import Lowerer, rule
 from ..common import align_rank
+from .common import require_f32_path_scales
 from .tables import table, table2
 
 
@@ -67,9 +67,7 @@ def lower_binary(lw: Lowerer, op: Op) -> None:
     if max(a.dtype.bits, b.dtype.bits, y.dtype.bits) > 8:  # 2^32 operand pairs: onnxruntime's float path (no
         # QLinear kernel for 16-bit data), each float32 operation emulated (BINARY_F32)
         qa, qb, qy = lw.quant_in(0), lw.quant_in(1), lw.quant_out(0)
-        if not all(SCALE_RANGE[0] <= q.scale <= SCALE_RANGE[1] for q in (qa, qb, qy)):
-            raise UnsupportedError(f"{lw.label}: scales {[q.scale for q in (qa, qb, qy)]} of {a.name!r}, {b.name!r}, "
-                                   f"{y.name!r} (supported for 16-bit data: 2^-40 to 2^40, where float32 stays normal)")
+        require_f32_path_scales(lw, [a, b, y])
         lw.emit("BINARY_F32", [align_rank(lw, a.name, rank), align_rank(lw, b.name, rank)], [y.name],
                 operation=_BINARY_F32_OPS[op.kind], a_scale=qa.scale, a_zp=qa.zero_point, b_scale=qb.scale,
                 b_zp=qb.zero_point, y_scale=qy.scale, y_zp=qy.zero_point, qmin=qy.storage_min, qmax=qy.storage_max)
