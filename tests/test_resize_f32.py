@@ -134,11 +134,11 @@ def test_the_order_of_the_sum_decides():
     assert np.count_nonzero(separable.astype(np.int64) + p.out_zp != resize_f32(p, x)) > 0
 
 
-def _schedule() -> tuple[Schedule, list[np.ndarray]]:
+def _schedule(cases: list[int] | None = None) -> tuple[Schedule, list[np.ndarray]]:
     sched = Schedule("resf32")
     rng = np.random.default_rng(5)
     data = []
-    for i in range(len(_CASES)):
+    for i in range(len(_CASES)) if cases is None else cases:
         p, shape, x_t = _case_params(i)
         out_shape = list(shape)
         out_shape[p.axis:p.axis + 2] = [len(p.ys), len(p.xs)]
@@ -162,7 +162,7 @@ def test_c_equals_reference():
 
 
 def test_c_sanitized():
-    assert_clang_sanitized(prepare(_schedule()[0]), samples=1)
+    assert_clang_sanitized(prepare(_schedule([0, 3, 9])[0]), samples=1)  # NHWC bilinear, random, bicubic / y_div
 
 
 def test_tiny_weight_products_are_refused():
