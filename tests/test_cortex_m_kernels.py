@@ -15,7 +15,14 @@ import pytest
 from qcodegen.codegen import generate, load_target
 from qcodegen.compiler import plan
 from qcodegen.frontends import load_model
-from qcodegen.kernel_testing import I32, KernelProgram, conv_accumulators, depthwise_row, rescale
+from qcodegen.kernel_testing import (
+    I32,
+    KernelProgram,
+    conv_accumulators,
+    depthwise_accumulators,
+    depthwise_row,
+    rescale,
+)
 from qcodegen.kernels.cortex_m_dsp import layouts
 from qcodegen.resources import data_path
 from qcodegen.testing import Var, prepare, step_schedule
@@ -153,7 +160,8 @@ def _conv_cases(prog: Program, rng: np.random.Generator) -> None:
 def _dw_cases(prog: Program, rng: np.random.Generator) -> None:
     """qc_dsp_dw_*: a run of the pixels of an output row (tap offsets from the first pixel's window; 3x3 at stride 1:
     pixel pairs) and single pixels over a table of the taps' addresses, for every requantization variant and the
-    int32 sums, channel counts with and without a last partial group of 4 (_c4 or not), 3x3 and 1x2 windows."""
+    int32 sums, channel counts with and without a last partial group of 4 (_c4 or not), 3x3 and 1x2 windows; 3x3
+    stride-1 pairs over a table of their columns, some of them pad values (_pair)."""
     variants = [(mode, pc, clamp) for mode in range(3) for pc in (0, 1) for clamp in (0, 1)] + [(-1, 0, 0)]
     for i, (mode, pc, clamp) in enumerate(variants):
         kernel = f"s8_{MODES[mode]}{'_pc' if pc else ''}{'_clamp' if clamp else ''}" if mode >= 0 else "s32"
@@ -180,6 +188,31 @@ def _dw_cases(prog: Program, rng: np.random.Generator) -> None:
                                 for t, off in enumerate(offsets))
             prog.check(params + f"  uintptr_t t[{kh * kw}];\n{addresses}  {fn}(&P, t, NULL, y, 1, 0);", "y",
                        expected[i % pixels])
+            if mode >= 0 and c % 4 == 0 and (kh, kw, stride) == (3, 3, 1):
+                first = i % (pixels - 1)
+                cols, acc2 = _dw_pair_columns(prog, rng, case, xs, izp, first)
+                expected2 = rescale(acc2, mults, shifts, "single_round" if mode == 0 else "double_round", zp, lo, hi)
+                prog.check(params + f"{cols}  qc_dsp_dw_{kernel}_pair(&P, cols, NULL, y, 2, 0);", "y", expected2)
+
+
+def _dw_pair_columns(prog: Program, rng: np.random.Generator, case, xs: str, izp: int,
+                     first: int) -> tuple[str, np.ndarray]:
+    """The C of the table `cols` of qc_dsp_dw_s8_<rq>_pair for output pixels first, first + 1 of a 3x3 stride-1 row
+    (column j of their windows' row ky: input pixel (ky, first + j)), about a third of its 12 columns a row of pad
+    values (izp) instead; the two pixels' accumulators with those input pixels replaced by izp (the primitive)."""
+    c = case.x.shape[-1]
+    pad = prog.array("int8_t", np.full(c, izp))
+    x = case.x.copy()
+    lines = "  uintptr_t cols[12];\n"
+    for ky in range(3):
+        for j in range(4):
+            if rng.random() < 0.35:
+                x[0, ky, first + j] = izp
+                lines += f"  cols[{4 * ky + j}] = (uintptr_t){pad};\n"
+            else:
+                lines += f"  cols[{4 * ky + j}] = (uintptr_t)({xs} + {(ky * x.shape[2] + first + j) * c});\n"
+    acc = depthwise_accumulators(x, case.w, case.bias, izp)[0, 0]
+    return lines, acc[first:first + 2]
 
 
 def test_kernels_against_the_numpy_primitives(tmp_path):

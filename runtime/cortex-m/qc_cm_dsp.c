@@ -87,20 +87,20 @@
   QC_DSP_DW2_RQN("2", a2, a6, o2);                                                                                  \
   QC_DSP_DW2_RQN("3", a3, a7, o3)
 
-/* qc_dsp_dw_pixels for pairs of pixels (count / 2 of them; n % 4 == 0, 9 taps at tab, qc_dsp_dw_pairable): per
-   block of 4 channels, 8 accumulators over the 12 input words of both windows (each word widened once for the
-   two pixels), then the int8 outputs (qc_dsp_rq8) of A at y, of B at y + n. o: the 12 columns' offsets, a local
-   array (so that its elements are stack operands of the asm without a register for their address, also at
-   -Og). */
-static inline __attribute__((always_inline)) void qc_dsp_dw_pairs(const qc_dsp_dw_params *P, const uintptr_t *tab,
+/* qc_dsp_dw_pixels for pairs of pixels (count / 2 of them; n % 4 == 0): per block of 4 channels, 8 accumulators
+   over the 12 input words of both windows (each word widened once for the two pixels), then the int8 outputs
+   (qc_dsp_rq8) of A at y, of B at y + n. Column j < 4 of the windows' row ky is at b + cols[4 ky + j]. o: a copy of
+   cols, a local array
+   (so that its elements are stack operands of the asm without a register for their address, also at -Og), made
+   with an opaque 0 added: GCC would otherwise read a copy of cols[] from cols itself, through a register. */
+static inline __attribute__((always_inline)) void qc_dsp_dw_pairs(const qc_dsp_dw_params *P, const uintptr_t *cols,
     const int8_t *b, int8_t *y, int32_t pairs, int32_t step, int mode, int pc, int clamp) {
   const int32_t n = P->n, zp2p1 = P->zp2p1, lo = P->lo, hi = P->hi;
   const int32_t *rq = P->rq;
-  uintptr_t o[12];
-  for (int32_t ky = 0; ky < 3; ++ky) {
-    for (int32_t j = 0; j < 4; ++j) {
-      o[4 * ky + j] = tab[3 * ky] + (uintptr_t)(j * step);
-    }
+  uintptr_t o[12], zero = 0;
+  __asm__("" : "+r"(zero));
+  for (int32_t j = 0; j < 12; ++j) {
+    o[j] = cols[j] + zero;
   }
   for (int32_t i = 0; i < pairs; ++i, b += 2 * step, y += 2 * n) {
     const int32_t *q = P->q;
@@ -152,13 +152,23 @@ static inline __attribute__((always_inline)) int qc_dsp_dw_pairable(const qc_dsp
 
 /* All channels of `count` output pixels (qc_cm_dsp.h qc_dsp_dw_*): blocks of 4 channels in registers over all the
    taps (9 unrolled), then the last n % 4 channels from the int8 weights (c4: n is a multiple of 4, no such channel).
-   Stored as int32 at acc (mode < 0), or requantized (qc_dsp_rq8 `mode`; pc: per-channel pairs) as int8 at y. */
+   Stored as int32 at acc (mode < 0), or requantized (qc_dsp_rq8 `mode`; pc: per-channel pairs) as int8 at y.
+   With cols (dw_s8_<rq>_pair: count even, int8 outputs, c4), the pixels in pairs over the windows' columns at
+   b + cols[] (qc_dsp_dw_pairs; tab: cols, unread). The _pair entries call this whole function, not qc_dsp_dw_pairs alone:
+   so inlined, in some variants and optimization levels, GCC found no registers for the pairs' asm. */
 static inline __attribute__((always_inline)) void qc_dsp_dw_pixels(const qc_dsp_dw_params *P, const uintptr_t *tab,
-    const int8_t *b, int8_t *y, int32_t *acc, int32_t count, int32_t step, int mode, int pc, int clamp, int c4) {
+    const int8_t *b, int8_t *y, int32_t *acc, int32_t count, int32_t step, int mode, int pc, int clamp, int c4,
+    const uintptr_t *cols) {
   const int32_t n = P->n, taps = P->taps, n4 = c4 ? n : n / 4 * 4, zp2p1 = P->zp2p1, lo = P->lo, hi = P->hi;
   const int32_t *rq = P->rq;
-  if (qc_dsp_dw_pairable(P, tab, count, step, mode)) {
-    qc_dsp_dw_pairs(P, tab, b, y, count / 2, step, mode, pc, clamp);
+  if (cols || qc_dsp_dw_pairable(P, tab, count, step, mode)) {
+    uintptr_t c12[12];  /* cols, or column j of window row ky from the taps: its first tap's offset + j step */
+    for (int32_t ky = 0; ky < 3; ++ky) {
+      for (int32_t j = 0; j < 4; ++j) {
+        c12[4 * ky + j] = cols ? cols[4 * ky + j] : tab[3 * ky] + (uintptr_t)(j * step);
+      }
+    }
+    qc_dsp_dw_pairs(P, c12, b, y, count / 2, step, mode, pc, clamp);
     b += count / 2 * 2 * step;
     y += count / 2 * 2 * n;
     count %= 2;
@@ -219,20 +229,24 @@ static inline __attribute__((always_inline)) void qc_dsp_dw_pixels(const qc_dsp_
 
 void qc_dsp_dw_s32(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int32_t *acc, int32_t count,
                    int32_t step) {
-  qc_dsp_dw_pixels(P, tab, b, NULL, acc, count, step, -1, 0, 0, 0);
+  qc_dsp_dw_pixels(P, tab, b, NULL, acc, count, step, -1, 0, 0, 0, NULL);
 }
 void qc_dsp_dw_s32_c4(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int32_t *acc, int32_t count,
                       int32_t step) {
-  qc_dsp_dw_pixels(P, tab, b, NULL, acc, count, step, -1, 0, 0, 1);
+  qc_dsp_dw_pixels(P, tab, b, NULL, acc, count, step, -1, 0, 0, 1, NULL);
 }
 
 #define QC_DSP_DW_DEFINE(RQ, MODE, PC, CLAMP, A)                                                                   \
   void qc_dsp_dw_s8_##RQ(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int8_t *y,            \
                          int32_t count, int32_t step) {                                                            \
-    qc_dsp_dw_pixels(P, tab, b, y, NULL, count, step, MODE, PC, CLAMP, 0);                                         \
+    qc_dsp_dw_pixels(P, tab, b, y, NULL, count, step, MODE, PC, CLAMP, 0, NULL);                                   \
   }                                                                                                                \
   void qc_dsp_dw_s8_##RQ##_c4(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int8_t *y,       \
                               int32_t count, int32_t step) {                                                       \
-    qc_dsp_dw_pixels(P, tab, b, y, NULL, count, step, MODE, PC, CLAMP, 1);                                         \
+    qc_dsp_dw_pixels(P, tab, b, y, NULL, count, step, MODE, PC, CLAMP, 1, NULL);                                   \
+  }                                                                                                                \
+  void qc_dsp_dw_s8_##RQ##_pair(const qc_dsp_dw_params *P, const uintptr_t *cols, const int8_t *b, int8_t *y,    \
+                                int32_t count, int32_t step) {                                                     \
+    qc_dsp_dw_pixels(P, cols, b, y, NULL, count, step, MODE, PC, CLAMP, 1, cols);                                  \
   }
 QC_DSP_RQ_VARIANTS(QC_DSP_DW_DEFINE, dw)

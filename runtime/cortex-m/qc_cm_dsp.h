@@ -12,8 +12,9 @@
  * Names: qc_dsp_<op>_<variant>_<weights>[_<requantization>]:
  *   dot_s8, dot_4rows_{s8,s8x4,q15}, dot_2x2_{s8x2,q15x2}  sums of int8 products (no requantization);
  *   conv_{2px,3px}_<w>_<rq>[_g<n>]   every output channel of 2 or 3 output pixels, requantized to int8 inside;
- *   dw_s8_<rq>[_c4], dw_s32[_c4]      depthwise convolution pixels, requantized to int8 or as int32 sums (_c4:
- *                                     channel counts that are multiples of 4);
+ *   dw_s8_<rq>[_c4|_pair], dw_s32[_c4] depthwise convolution pixels, requantized to int8 or as int32 sums (_c4:
+ *                                     channel counts that are multiples of 4; _pair: two pixels of a 3x3 window
+ *                                     over a table of their columns);
  * where <w> is the weight layout (s8x2: int8 words of 2 rows, q15x2: their SMLAD int16 pairs; made at generation
  * time, qcodegen/kernels/cortex_m_dsp/layouts.py), <rq> the requantization (single, double: TOSA SINGLE_ROUND /
  * DOUBLE_ROUND; double_n: DOUBLE_ROUND for accumulators below 2^30 in magnitude; _pc: per-channel scales; _clamp:
@@ -54,7 +55,11 @@ typedef struct {
 /* All channels of `count` output pixels of a depthwise convolution (multiplier 1), tap t of pixel i reading its n
    input channels at b + i * step + tab[t] (tab: byte offsets from b, or addresses with b = NULL): the starts in
    q plus the sum over the taps of x * w, requantized to int8 at y (dw_s8_<rq>), or as int32 at acc (dw_s32); the
-   next pixel's outputs at + n. The _c4 variants take channel counts that are multiples of 4 (less code). */
+   next pixel's outputs at + n. The _c4 variants take channel counts that are multiples of 4 (less code).
+   dw_s8_<rq>_pair: `count` (even) output pixels of a 3x3 window whose horizontal stride equals its dilation
+   (n % 4 == 0) in pairs of horizontal neighbours, column j < 4 of the first pair's windows' row ky at
+   b + cols[4 ky + j] (with b = NULL: an input pixel's channels, or a row of pad values), the next pair's 2 step
+   further: the pixels next to a border in pairs. */
 void qc_dsp_dw_s32(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int32_t *acc, int32_t count,
                    int32_t step);
 void qc_dsp_dw_s32_c4(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int32_t *acc, int32_t count,
@@ -63,7 +68,9 @@ void qc_dsp_dw_s32_c4(const qc_dsp_dw_params *P, const uintptr_t *tab, const int
   void qc_dsp_dw_s8_##RQ(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int8_t *y,            \
                          int32_t count, int32_t step);                                                             \
   void qc_dsp_dw_s8_##RQ##_c4(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int8_t *y,       \
-                              int32_t count, int32_t step);
+                              int32_t count, int32_t step);                                                \
+  void qc_dsp_dw_s8_##RQ##_pair(const qc_dsp_dw_params *P, const uintptr_t *cols, const int8_t *b, int8_t *y,   \
+                                int32_t count, int32_t step);
 QC_DSP_RQ_VARIANTS(QC_DSP_DW_DECLARE, dw)
 
 /* The int8 output of accumulator v requantized with q = {multiplier m, shift s less 33, or 32 in mode 2} (TOSA

@@ -124,7 +124,9 @@ class DotRows:
 class Depthwise:
     """form "dw_table" (templates/cortex-m/_depthwise.c.j2 table_body): fn per run of interior pixels of an output
     row (runs) or per pixel; int8: fn requantizes and stores the int8 outputs (else int32 sums: stored as they
-    are when runs, else requantized by the step)."""
+    are when runs, else requantized by the step); pair: the kernel of two pixels over a table of their 12 input
+    columns (qc_dsp_dw_s8_<rq>_pair: the pixels next to a border of a 3x3 window whose horizontal stride equals its
+    dilation; "" when the step has none)."""
 
     fn: str
     runs: bool
@@ -134,6 +136,7 @@ class Depthwise:
     zp2p1: int
     lo: int
     hi: int
+    pair: str
 
 
 def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoice:
@@ -258,12 +261,16 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
     reason = (f"int8 x int8, weight zero point 0, multiplier 1, {c.taps} taps, constant weights and bias, "
               f"|bias| + taps 2^17 < 2^31")
     int8 = c.rq is not None and exact_s33(c.rq) and c.y.dtype.name == "i8"
+    pair = ""
     if int8:
         assert c.rq is not None
         mode = _rq_mode(c.rq, bias + c.taps * 2 ** 15)
         fn = f"qc_dsp_dw_s8_{_rq_name(c.rq, mode)}"
         arrays["rq"] = step_array(names, f"rq{mode}", _rq_pairs(c.rq, mode))
         reason += ", int8 outputs of an exact 32-bit requantization (shifts >= 33)"
+        if (g.kh, g.kw) == (3, 3) and g.sx == g.dx and c.rows % 4 == 0 and not g.all_interior:
+            pair = f"{fn}_pair"
+            reason += "; pixels next to a border in pairs (3x3, the horizontal stride equal to the dilation)"
     else:
         fn = "qc_dsp_dw_s32"
     if c.rows % 4 == 0:
@@ -274,7 +281,7 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
     runs = int8 or (c.rq is None and c.y.dtype.ctype == "int32_t")
     rq = c.rq
     params = Depthwise(fn, runs, int8, c.rows, c.taps, 2 * rq.output_zp + 1 if int8 and rq else 0,
-                       rq.lo if int8 and rq else 0, rq.hi if int8 and rq else 0)
+                       rq.lo if int8 and rq else 0, rq.hi if int8 and rq else 0, pair)
     unread = {2} if c.rows % 4 else {1, 2}
     return KernelChoice(fn, reason, "dsp_dw_q15_base", "dw_table", arrays, params, frozenset(unread),
                         step_constants=not runs, requantize=None if runs else store, files=DW_FILES)
