@@ -118,10 +118,10 @@ def _dot_cases(prog: Program, rng: np.random.Generator) -> None:
 
 
 def _conv_cases(prog: Program, rng: np.random.Generator) -> None:
-    """qc_dsp_conv_{2px,3px}: every requantization variant with both weight layouts, rows of 10 groups (the loop
-    of 8 and the rest), and the fully unrolled _g1 .. _g8 kernels."""
+    """qc_dsp_conv_{2px,3px}: every requantization variant with both weight layouts, rows of 13 groups (the loop
+    of 8 and the rest), and the fully unrolled _g1 .. _g10 kernels."""
     variants = [(mode, pc, clamp) for mode in range(3) for pc in (0, 1) for clamp in (0, 1)]
-    shapes = [(37, variants, "")] + [(4 * g - (g % 2), [variants[g % len(variants)]], f"_g{g}") for g in range(1, 9)]
+    shapes = [(49, variants, "")] + [(4 * g - (g % 2), [variants[g % len(variants)]], f"_g{g}") for g in range(1, 11)]
     for k, chosen, fixed in shapes:
         for mode, pc, clamp in chosen:
             rows, izp, zp = 6, int(rng.integers(-128, 128)), int(rng.integers(-128, 128))

@@ -18,7 +18,7 @@
  * where <w> is the weight layout (s8x2: int8 words of 2 rows, q15x2: their SMLAD int16 pairs; made at generation
  * time, qcodegen/kernels/cortex_m_dsp/layouts.py), <rq> the requantization (single, double: TOSA SINGLE_ROUND /
  * DOUBLE_ROUND; double_n: DOUBLE_ROUND for accumulators below 2^30 in magnitude; _pc: per-channel scales; _clamp:
- * a clamp inside int8) and _g<n> a row of n <= 8 groups of 4 elements, fully unrolled.
+ * a clamp inside int8) and _g<n> a row of n <= 10 groups of 4 elements, fully unrolled.
  * C99 with GCC inline asm; -Wall -Wextra -Werror -pedantic clean. SPDX-License-Identifier: Apache-2.0 */
 #ifndef QC_CM_DSP_H
 #define QC_CM_DSP_H

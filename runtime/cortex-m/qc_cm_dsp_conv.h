@@ -30,11 +30,11 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_widen(const int
 /* xq[stride * g], xq[stride * g + 1] = the int16 pairs (SXTB16) of x[4g .. 4g + 3] (bytes 0,2 then 1,3),
    g < groups: the inputs of one pixel of a pair (stride 4) or a triple (stride 6), into its part of the
    interleaved buffer of qc_dsp_dot_2x2_* and qc_dsp_conv_{2px,3px}_* (xq at its first, third or fifth word).
-   Called with a constant group count: unrolled for at most 8 groups, else a loop (small code). */
+   Called with a constant group count: unrolled for at most 10 groups, else a loop (small code). */
 static inline __attribute__((always_inline, unused)) void qc_dsp_widen_into(const int8_t *x, int32_t groups,
                                                                            uint32_t *xq, int32_t stride) {
-  if (groups <= 8) {
-#pragma GCC unroll 8
+  if (groups <= 10) {
+#pragma GCC unroll 10
     for (int32_t g = 0; g < groups; ++g, xq += stride) {
       uint32_t v;
       memcpy(&v, x + 4 * g, 4);
@@ -426,6 +426,8 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
       if (fixed > 5) QC_DSP_3X2_GROUP(q15);
       if (fixed > 6) QC_DSP_3X2_GROUP(q15);
       if (fixed > 7) QC_DSP_3X2_GROUP(q15);
+      if (fixed > 8) QC_DSP_3X2_GROUP(q15);
+      if (fixed > 9) QC_DSP_3X2_GROUP(q15);
     } else {
       if (cnt) {
         if (q15) {
@@ -475,7 +477,8 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
   QC_DSP_CONV_3PX_FIXED_DEFINE(RQ, MODE, PC, CLAMP, W, 1) QC_DSP_CONV_3PX_FIXED_DEFINE(RQ, MODE, PC, CLAMP, W, 2)   \
   QC_DSP_CONV_3PX_FIXED_DEFINE(RQ, MODE, PC, CLAMP, W, 3) QC_DSP_CONV_3PX_FIXED_DEFINE(RQ, MODE, PC, CLAMP, W, 4)   \
   QC_DSP_CONV_3PX_FIXED_DEFINE(RQ, MODE, PC, CLAMP, W, 5) QC_DSP_CONV_3PX_FIXED_DEFINE(RQ, MODE, PC, CLAMP, W, 6)   \
-  QC_DSP_CONV_3PX_FIXED_DEFINE(RQ, MODE, PC, CLAMP, W, 7) QC_DSP_CONV_3PX_FIXED_DEFINE(RQ, MODE, PC, CLAMP, W, 8)
+  QC_DSP_CONV_3PX_FIXED_DEFINE(RQ, MODE, PC, CLAMP, W, 7) QC_DSP_CONV_3PX_FIXED_DEFINE(RQ, MODE, PC, CLAMP, W, 8)   \
+  QC_DSP_CONV_3PX_FIXED_DEFINE(RQ, MODE, PC, CLAMP, W, 9) QC_DSP_CONV_3PX_FIXED_DEFINE(RQ, MODE, PC, CLAMP, W, 10)
 #define QC_DSP_CONV_3PX_FIXED_DEFINE(RQ, MODE, PC, CLAMP, W, G)                                                   \
   static QC_DSP_CONV_KERNEL void qc_dsp_conv_3px_##W##_##RQ##_g##G(const qc_dsp_conv_params *P, const uint32_t *x,   \
                                                                     int8_t *y0, int8_t *y1, int8_t *y2) {          \

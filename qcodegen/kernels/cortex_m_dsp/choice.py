@@ -5,7 +5,7 @@ int8 x int8 convolutions with weight zero point 0:
 - CONV2D over 2+ output pixels with rows of 4..2048 elements: the pixels in pairs (qc_dsp_dot_2x2_*: each weight
   word SXTB16-unpacked once for both), or, when every output is int8 of an exact 32-bit requantization and the sums
   cannot overflow from their start, in triples with the requantization inside the kernel (qc_dsp_conv_3px_* and
-  qc_dsp_conv_2px_* for the last one or two pixels; rows of at most 8 groups of 4 elements fully unrolled, _g<n>);
+  qc_dsp_conv_2px_* for the last one or two pixels; rows of at most 10 groups of 4 elements fully unrolled, _g<n>);
 - one output pixel (fully connected): 4 weight rows per input word (qc_dsp_dot_4rows_*), the input widened once;
 - DEPTHWISE_CONV2D (multiplier 1, constant weights and bias): blocks of 4 channels in registers over the taps,
   one call per run of interior pixels of an output row (qc_dsp_dw_*), requantized inside for int8 outputs.
@@ -33,7 +33,7 @@ CONV_FILES = RQ_FILES + ("cortex-m/qc_cm_dsp.h", "cortex-m/qc_cm_dsp_conv.h")
 DW_FILES = RQ_FILES + ("cortex-m/qc_cm_dsp.h", "cortex-m/qc_cm_dsp.c")
 # measured: steps inlined into <name>_run share its registers with the kernels' asm, and spill
 STEP_ATTRIBUTES = "__attribute__((noinline))"
-FIXED_GROUPS = 8  # rows of at most this many groups of 4 elements get a fully unrolled qc_dsp_conv_3px_*_g<n>
+FIXED_GROUPS = 10  # rows of at most this many groups of 4 elements get a fully unrolled qc_dsp_conv_3px_*_g<n>
 MAX_RELAID_ROW = 2048  # the longest row the DSP dot kernels take (the stack buffer of widened inputs: 4 KiB)
 
 
