@@ -170,7 +170,8 @@ def _dw_cases(prog: Program, rng: np.random.Generator) -> None:
             lo, hi = (-90, 40) if clamp else (-128, 127)
             case = depthwise_row(rng, c, (kh, kw), stride, 8, izp)
             acc, taps, offsets, pixels = case.acc, case.taps, case.offsets, case.acc.shape[0]
-            q = prog.array("int32_t", layouts.dsp_dw_q15_base(taps, case.bias.astype(I32), izp))
+            scale = 2 if mode == 2 else 1  # (mode 2: the kernels take the sums doubled)
+            q = prog.array("int32_t", layouts.dsp_dw_q15_base(taps, case.bias.astype(I32), izp, scale))
             ws = prog.array("int8_t", taps)
             tab = prog.array("uintptr_t", offsets)
             xs = prog.array("int8_t", case.x)

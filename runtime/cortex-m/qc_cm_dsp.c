@@ -2,7 +2,9 @@
  * of a firmware (with -ffunction-sections and the linker's --gc-sections only the variants a model calls are kept).
  * The sums are exact in any order: each starts from bias - izp * the channel's weight sum (made at generation
  * time) and adds the raw int8 products; the kernel choice (qcodegen/kernels/cortex_m_dsp/choice.py) requires
- * |bias| + taps * 2^17 < 2^31, so that no partial sum leaves int32. SPDX-License-Identifier: Apache-2.0 */
+ * |bias| + taps * 2^17 < 2^31, so that no partial sum leaves int32. The variants of requantization mode 2 take the
+ * weights and starts doubled (qc_dsp_rq8 mode 3: 2 x the sums; the choice requires |bias| + taps 3 2^14 < 2^30
+ * for them). SPDX-License-Identifier: Apache-2.0 */
 #if defined(__GNUC__) && !defined(__clang__)
 /* At -Og, GCC's register allocator without these finds no registers for the 14-register asm of qc_dsp_dw_pairs in
    some variants ("impossible constraints"); every other optimization level already enables them. */
@@ -72,11 +74,12 @@
             [c2] "m"(o[4 * (ky) + 2]), [c3] "m"(o[4 * (ky) + 3])                                                    \
           : "memory")
 
-/* The int8 outputs of channel k of pixel A (accumulator A, clobbered) at ya + k and of B (B) at yb + k in mode 2
-   without the clamp (QC_DSP_RQN_*), the channel's pair at r + off bytes. One asm statement per channel (all four
-   in one would need more than the 14 registers). */
+/* The int8 outputs of channel k of pixel A (accumulator A, doubled, clobbered) at ya + k and of B (B) at yb + k in
+   mode 3 without the clamp (QC_DSP_RQN_*_M), the channel's pair at r + off bytes. One asm statement per channel
+   (all four in one would need more than the 14 registers). */
 #define QC_DSP_DW2_RQN(k, A, B, off)                                                                                \
-  __asm__ volatile(QC_DSP_RQN_FIRST("a", "ya", k, off) QC_DSP_RQN_NEXT("b", "yb", k, "a")                          \
+  __asm__ volatile(QC_DSP_RQN_FIRST_M(QC_DSP_RQN_MUL, "a", "ya", k, off)                                           \
+                   QC_DSP_RQN_NEXT_M(QC_DSP_RQN_MUL, "b", "yb", k, "a")                                            \
                    : [a] "+r"(A), [b] "+r"(B), [m] "=&r"(m), [s] "=&r"(sh)                                        \
                    : [r] "r"(r), [zp] "r"(zp2p1), [ya] "r"(ya), [yb] "r"(yb)                                        \
                    : "memory")
@@ -112,7 +115,7 @@ static inline __attribute__((always_inline)) void qc_dsp_dw_pairs(const qc_dsp_d
       QC_DSP_DW2_ROW(1, 40, 48, 56);
       QC_DSP_DW2_ROW(2, 64, 72, 80);
       const int32_t *r = pc ? rq + 2 * c : rq;
-      if (mode == 2 && !clamp) {
+      if (mode == 3 && !clamp) {
         uint32_t m, sh;
         int8_t *ya = y + c, *yb = y + n + c;
         if (pc) {
@@ -211,7 +214,7 @@ static inline __attribute__((always_inline)) void qc_dsp_dw_pixels(const qc_dsp_
     for (int32_t c = n4; c < n; ++c) {
       int32_t a = q[c - n4];
       for (int32_t t = 0; t < taps; ++t) {
-        a += (int32_t)((const int8_t *)(tab[t] + (uintptr_t)b))[c] * P->w[t * n + c];
+        a += (int32_t)((const int8_t *)(tab[t] + (uintptr_t)b))[c] * P->w[t * n + c] * (mode == 3 ? 2 : 1);
       }
       if (mode < 0) {
         acc[c] = a;
@@ -236,17 +239,19 @@ void qc_dsp_dw_s32_c4(const qc_dsp_dw_params *P, const uintptr_t *tab, const int
   qc_dsp_dw_pixels(P, tab, b, NULL, acc, count, step, -1, 0, 0, 1, NULL);
 }
 
+/* (mode 2: the doubled sums of mode 3) */
+#define QC_DSP_DW_MODE(MODE) ((MODE) == 2 ? 3 : (MODE))
 #define QC_DSP_DW_DEFINE(RQ, MODE, PC, CLAMP, A)                                                                   \
   void qc_dsp_dw_s8_##RQ(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int8_t *y,            \
                          int32_t count, int32_t step) {                                                            \
-    qc_dsp_dw_pixels(P, tab, b, y, NULL, count, step, MODE, PC, CLAMP, 0, NULL);                                   \
+    qc_dsp_dw_pixels(P, tab, b, y, NULL, count, step, QC_DSP_DW_MODE(MODE), PC, CLAMP, 0, NULL);                   \
   }                                                                                                                \
   void qc_dsp_dw_s8_##RQ##_c4(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int8_t *y,       \
                               int32_t count, int32_t step) {                                                       \
-    qc_dsp_dw_pixels(P, tab, b, y, NULL, count, step, MODE, PC, CLAMP, 1, NULL);                                   \
+    qc_dsp_dw_pixels(P, tab, b, y, NULL, count, step, QC_DSP_DW_MODE(MODE), PC, CLAMP, 1, NULL);                   \
   }                                                                                                                \
   void qc_dsp_dw_s8_##RQ##_pair(const qc_dsp_dw_params *P, const uintptr_t *cols, const int8_t *b, int8_t *y,    \
                                 int32_t count, int32_t step) {                                                     \
-    qc_dsp_dw_pixels(P, cols, b, y, NULL, count, step, MODE, PC, CLAMP, 1, cols);                                  \
+    qc_dsp_dw_pixels(P, cols, b, y, NULL, count, step, QC_DSP_DW_MODE(MODE), PC, CLAMP, 1, cols);                  \
   }
 QC_DSP_RQ_VARIANTS(QC_DSP_DW_DEFINE, dw)

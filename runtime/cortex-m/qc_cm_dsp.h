@@ -80,7 +80,9 @@ QC_DSP_RQ_VARIANTS(QC_DSP_DW_DECLARE, dw)
    mode 0 (single): SMMUL gives floor(v m / 2^32) = floor(X / 2^32), then ASR by s - 33.
    mode 1 (double): qc_dsp_floor_s33 (SMLAL from hi:lo = R0).
    mode 2 (double, |v| < 2^30 so that 2v fits): SMMULR(2v, m) = floor((2 v m + 2^31) / 2^32) = floor((v m + 2^30)
-   / 2^31); adding v >> 31 (-1 for v < 0: floor(t - 1) = floor(t) - 1) gives floor(X / 2^31), then ASR by s - 32. */
+   / 2^31); adding v >> 31 (-1 for v < 0: floor(t - 1) = floor(t) - 1) gives floor(X / 2^31), then ASR by s - 32.
+   mode 3: mode 2 of v / 2, v the doubled accumulator (the depthwise kernels' weights and starts are doubled at
+   generation time: the ADD of 2v saved); (2v) >> 31 = v >> 31. */
 static inline __attribute__((always_inline, unused)) int8_t qc_dsp_rq8(int32_t v, const int32_t *q, int32_t zp2p1,
                                                                int32_t lo, int32_t hi, int mode, int clamp) {
   int32_t h, r;
@@ -90,10 +92,13 @@ static inline __attribute__((always_inline, unused)) int8_t qc_dsp_rq8(int32_t v
     __asm__("smmul %0, %1, %2\n\t"
             "asr %0, %0, %3" : "=&r"(h) : "r"(v), "r"(q[0]), "r"(q[1]));
   } else {
-    __asm__("add %0, %1, %1\n\t"
-            "smmulr %0, %0, %2\n\t"
+    int32_t d = v;
+    if (mode == 2) {
+      __asm__("add %0, %1, %1" : "=r"(d) : "r"(v));
+    }
+    __asm__("smmulr %0, %1, %2\n\t"
             "add %0, %0, %1, asr #31\n\t"
-            "asr %0, %0, %3" : "=&r"(h) : "r"(v), "r"(q[0]), "r"(q[1]));
+            "asr %0, %0, %3" : "=&r"(h) : "r"(d), "r"(q[0]), "r"(q[1]));
   }
   __asm__("ssat %0, #8, %1, asr #1" : "=r"(r) : "r"(h + zp2p1));  /* the halving inside SSAT */
   if (clamp) {
@@ -109,16 +114,20 @@ static inline __attribute__((always_inline, unused)) int8_t qc_dsp_rq8(int32_t v
    ADD (v >> 31), ASR, ADD zp2p1, SSAT, STRB), s serving as its temporary before it is loaded; QC_DSP_RQN_NEXT does
    the same for the next accumulator of the channel with the pair in m, s and t (an accumulator already stored) as
    its temporary. The accumulators are clobbered. Operands: [m], [s] "=&r"; [r], [zp] "r". */
-#define QC_DSP_RQN_FIRST(a, y, k, off)                                                                             \
-  "ldr %[m], [%[r], #" off "]\n\t"                                                                                \
-  "add %[s], %[" a "], %[" a "]\n\t"                                                                              \
-  "smmulr %[s], %[s], %[m]\n\t"                                                                                   \
+#define QC_DSP_RQN_FIRST(a, y, k, off) QC_DSP_RQN_FIRST_M(QC_DSP_RQN_MUL2, a, y, k, off)
+#define QC_DSP_RQN_NEXT(a, y, k, t) QC_DSP_RQN_NEXT_M(QC_DSP_RQN_MUL2, a, y, k, t)
+/* The same with MUL(t, a), the text of t = SMMULR of 2a (QC_DSP_RQN_MUL2) or, for a doubled accumulator (mode 3),
+   of a (QC_DSP_RQN_MUL). */
+#define QC_DSP_RQN_MUL2(t, a)                                                                                      \
+  "add %[" t "], %[" a "], %[" a "]\n\t"                                                                          \
+  "smmulr %[" t "], %[" t "], %[m]\n\t"
+#define QC_DSP_RQN_MUL(t, a) "smmulr %[" t "], %[" a "], %[m]\n\t"
+#define QC_DSP_RQN_FIRST_M(MUL, a, y, k, off)                                                                      \
+  "ldr %[m], [%[r], #" off "]\n\t" MUL("s", a)                                                                   \
   "add %[" a "], %[s], %[" a "], asr #31\n\t"                                                                     \
   "ldr %[s], [%[r], #" off " + 4]\n\t" QC_DSP_RQN_STORE(a, y, k)
-#define QC_DSP_RQN_NEXT(a, y, k, t)                                                                                \
-  "add %[" t "], %[" a "], %[" a "]\n\t"                                                                          \
-  "smmulr %[" t "], %[" t "], %[m]\n\t"                                                                           \
-  "add %[" a "], %[" t "], %[" a "], asr #31\n\t" QC_DSP_RQN_STORE(a, y, k)
+#define QC_DSP_RQN_NEXT_M(MUL, a, y, k, t)                                                                         \
+  MUL(t, a) "add %[" a "], %[" t "], %[" a "], asr #31\n\t" QC_DSP_RQN_STORE(a, y, k)
 #define QC_DSP_RQN_STORE(a, y, k)                                                                                  \
   "asr %[" a "], %[" a "], %[s]\n\t"                                                                              \
   "add %[" a "], %[" a "], %[zp]\n\t"                                                                             \

@@ -257,14 +257,18 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
         return None
     g = c.window
     taps = c.weight_rows()
-    arrays = {"q": step_array(names, "dw_q15_base", layouts.dsp_dw_q15_base(taps, c.bias_per_row(), c.izp))}
     reason = (f"int8 x int8, weight zero point 0, multiplier 1, {c.taps} taps, constant weights and bias, "
               f"|bias| + taps 2^17 < 2^31")
     int8 = c.rq is not None and exact_s33(c.rq) and c.y.dtype.name == "i8"
+    mode = _rq_mode(c.rq, bias + c.taps * 2 ** 15) if int8 and c.rq else -1
+    if mode == 2 and bias + c.taps * 3 * 2 ** 14 >= 2 ** 30:  # the doubled partial sums of mode 2 in int32
+        mode = 1
+    # mode 2: the sums doubled (qc_cm_dsp.c: qc_dsp_rq8 mode 3 without the doubling ADD)
+    arrays = {"q": step_array(names, "dw_q15_base",
+                              layouts.dsp_dw_q15_base(taps, c.bias_per_row(), c.izp, 2 if mode == 2 else 1))}
     pair = ""
     if int8:
         assert c.rq is not None
-        mode = _rq_mode(c.rq, bias + c.taps * 2 ** 15)
         fn = f"qc_dsp_dw_s8_{_rq_name(c.rq, mode)}"
         arrays["rq"] = step_array(names, f"rq{mode}", _rq_pairs(c.rq, mode))
         reason += ", int8 outputs of an exact 32-bit requantization (shifts >= 33)"

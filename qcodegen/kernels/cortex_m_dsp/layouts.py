@@ -82,11 +82,14 @@ def dsp_dw_q15(taps: np.ndarray) -> np.ndarray:
     return words.reshape(-1).astype(np.uint32).view(np.int32)
 
 
-def dsp_dw_q15_base(taps: np.ndarray, bias: np.ndarray, izp: int) -> np.ndarray:
+def dsp_dw_q15_base(taps: np.ndarray, bias: np.ndarray, izp: int, scale: int = 1) -> np.ndarray:
     """dsp_dw_q15 with each group's accumulator start before its taps' words, so that one pointer walks a group
     (qc_dsp_dw_*): per group of 4 channels, base[c..c+3] then the taps' words; then base of the channels after the
     last group. base[c] = bias[c] - izp * the sum of channel c's weights over the taps: the start of the sum of
-    x * w that gives the sum of (x - izp) * w + bias (the caller bounds it: int32)."""
+    x * w that gives the sum of (x - izp) * w + bias (the caller bounds it: int32). scale 2: of the doubled
+    weights and bias, for the sums that qc_dsp_rq8 mode 3 takes doubled (the kernels double the int8 weights of
+    the channels after the last group themselves)."""
+    taps, bias = taps * scale, bias * scale
     channels = taps.shape[1]
     base = bias - izp * taps.sum(axis=0)
     groups = channels // 4
