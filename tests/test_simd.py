@@ -248,14 +248,15 @@ def test_requantized_store_accumulators_near_2_30(target, tmp_path):
     _check_requantized(sched, target, tmp_path)
 
 
-@pytest.mark.parametrize("c, stride, pad_value", [(27, 1, -128), (27, 2, 0), (40, 1, 5)])
-def test_depthwise_requantized_blocks(target, c, stride, pad_value, tmp_path):
+@pytest.mark.parametrize("c, stride, pad_value, iw", [(27, 1, -128, 5), (27, 2, 0, 5), (40, 1, 5, 5), (8, 1, 3, 3)])
+def test_depthwise_requantized_blocks(target, c, stride, pad_value, iw, tmp_path):
     """3x3 DEPTHWISE_CONV2D + RESCALE (FUSED_CONV) over c channels (27: a block of 16, then 8 and 3 more; 40: two
-    blocks and a group of 8), padded on every side (border pixels through the pad row, pad values -128, 0, 5),
+    blocks and a group of 8), padded on every side (border pixels through the pad row, pad values -128, 0, 5, 3),
     strides 1 and 2, izp -128, per-channel double rounding with shifts > 31 and small biases (outputs off the
-    clamps); weights without -128 (the paired taps of aarch64, summed in int16) except in the first case."""
+    clamps); weights without -128 (the paired taps of aarch64, summed in int16) except in the first case; rows of
+    5 pixels, and of 3 (one interior pixel: Cortex-M4/M7 pair the first two, the third alone)."""
     rng = np.random.default_rng(c * stride)
-    ih, iw = 7, 5
+    ih = 7
     oh, ow = (ih - 1) // stride + 1, (iw - 1) // stride + 1
     w = rng.integers(-127, 128, (3, 3, c, 1)).astype(np.int8)
     w[0, :2] = -127  # a pair of taps at the int16 limit of paired products (2 * 128 * 127)
