@@ -161,7 +161,8 @@ def _dw_cases(prog: Program, rng: np.random.Generator) -> None:
     """qc_dsp_dw_*: a run of the pixels of an output row (tap offsets from the first pixel's window; 3x3 at stride 1:
     pixel pairs) and single pixels over a table of the taps' addresses, for every requantization variant and the
     int32 sums, channel counts with and without a last partial group of 4 (_c4 or not), 3x3 and 1x2 windows; 3x3
-    stride-1 pairs over a table of their columns, some of them pad values (_pair)."""
+    stride-1 pairs over a table of their columns, some of them pad values, and a run of pairs over the columns'
+    offsets (_pair)."""
     variants = [(mode, pc, clamp) for mode in range(3) for pc in (0, 1) for clamp in (0, 1)] + [(-1, 0, 0)]
     for i, (mode, pc, clamp) in enumerate(variants):
         kernel = f"s8_{MODES[mode]}{'_pc' if pc else ''}{'_clamp' if clamp else ''}" if mode >= 0 else "s32"
@@ -194,6 +195,8 @@ def _dw_cases(prog: Program, rng: np.random.Generator) -> None:
                 cols, acc2 = _dw_pair_columns(prog, rng, case, xs, izp, first)
                 expected2 = rescale(acc2, mults, shifts, "single_round" if mode == 0 else "double_round", zp, lo, hi)
                 prog.check(params + f"{cols}  qc_dsp_dw_{kernel}_pair(&P, cols, NULL, y, 2, 0);", "y", expected2)
+                run = prog.array("uintptr_t", [offsets[3 * ky] + j * c for ky in range(3) for j in range(4)])
+                prog.check(params + f"  qc_dsp_dw_{kernel}_pair(&P, {run}, {xs}, y, {pixels}, {c});", "y", expected)
 
 
 def _dw_pair_columns(prog: Program, rng: np.random.Generator, case, xs: str, izp: int,

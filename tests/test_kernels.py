@@ -108,8 +108,15 @@ def test_depthwise_choices():
     dw = dict(x_shape=(1, 5, 5, 16), y_shape=(1, 3, 3, 16), w=_w(rng, 3, 3, 16, 1), bias=np.arange(16))
     c = _choice(_conv("DEPTHWISE_CONV2D", **dw))
     assert (c.kernel, c.form, c.unread) == ("qc_dsp_dw_s8_double_n_c4", "dw_table", {1, 2})
-    assert set(c.arrays) == {"q", "rq", "taps"} and c.arrays["taps"].ctype == "uintptr_t"
+    assert set(c.arrays) == {"q", "rq", "taps", "columns"} and c.arrays["taps"].ctype == "uintptr_t"
     assert c.arrays["taps"].values.tolist() == [(ky * 5 + kx) * 16 for ky in range(3) for kx in range(3)]
+    # 3x3, stride 1: pixels in pairs (the first two of each row of 3 over their 12 columns, the third alone)
+    assert c.params.pair == "qc_dsp_dw_s8_double_n_pair" and c.params.pair_run == (0, 2)
+    assert c.arrays["columns"].values.tolist() == [(ky * 5 + j) * 16 for ky in range(3) for j in range(4)]
+    padded = _choice(_conv("DEPTHWISE_CONV2D", **dict(dw, y_shape=(1, 5, 5, 16), pad=[1, 1, 1, 1])))
+    assert padded.params.pair_run == (2, 4) and set(padded.arrays) == {"q", "rq", "columns"}  # 0, 1: over tables
+    strided = _choice(_conv("DEPTHWISE_CONV2D", **dict(dw, y_shape=(1, 2, 2, 16), stride=[2, 2])))
+    assert strided.params.pair == "" and "columns" not in strided.arrays
     tail = _choice(_conv("DEPTHWISE_CONV2D", x_shape=(1, 5, 5, 19), y_shape=(1, 3, 3, 19), w=_w(rng, 3, 3, 19, 1),
                          bias=np.arange(19)))
     assert tail.kernel == "qc_dsp_dw_s8_double_n" and tail.unread == {2}  # the last 3 channels: int8 weights

@@ -137,39 +137,22 @@ static inline __attribute__((always_inline)) void qc_dsp_dw_pairs(const qc_dsp_d
   }
 }
 
-/* Whether qc_dsp_dw_pairs takes the pixels of a call of qc_dsp_dw_pixels: int8 outputs, n % 4 == 0, 3x3 taps at
-   tab whose columns are `step` apart (stride = dilation 1: pixel B's taps are A's shifted by one column). */
-static inline __attribute__((always_inline)) int qc_dsp_dw_pairable(const qc_dsp_dw_params *P, const uintptr_t *tab,
-                                                                    int32_t count, int32_t step, int mode) {
-  if (mode < 0 || count < 2 || P->taps != 9 || P->n % 4 != 0) {  /* (n % 4: known 0 in the _c4 variants) */
-    return 0;
-  }
-  for (int32_t ky = 0; ky < 3; ++ky) {
-    const uintptr_t *t = tab + 3 * ky;
-    if (t[1] - t[0] != (uintptr_t)step || t[2] - t[1] != (uintptr_t)step) {
-      return 0;
-    }
-  }
-  return 1;
-}
-
 /* All channels of `count` output pixels (qc_cm_dsp.h qc_dsp_dw_*): blocks of 4 channels in registers over all the
    taps (9 unrolled), then the last n % 4 channels from the int8 weights (c4: n is a multiple of 4, no such channel).
    Stored as int32 at acc (mode < 0), or requantized (qc_dsp_rq8 `mode`; pc: per-channel pairs) as int8 at y.
    With cols (dw_s8_<rq>_pair: count even, int8 outputs, c4), the pixels in pairs over the windows' columns at
-   b + cols[] (qc_dsp_dw_pairs; tab: cols, unread). The _pair entries call this whole function, not qc_dsp_dw_pairs alone:
-   so inlined, in some variants and optimization levels, GCC found no registers for the pairs' asm. */
+   b + cols[] (qc_dsp_dw_pairs; tab: cols, unread). The _pair entries call this whole function with an even count
+   (the single pixels' code then dropped), not qc_dsp_dw_pairs alone: so inlined, in some variants and optimization
+   levels, GCC found no registers for the pairs' asm. */
 static inline __attribute__((always_inline)) void qc_dsp_dw_pixels(const qc_dsp_dw_params *P, const uintptr_t *tab,
     const int8_t *b, int8_t *y, int32_t *acc, int32_t count, int32_t step, int mode, int pc, int clamp, int c4,
     const uintptr_t *cols) {
   const int32_t n = P->n, taps = P->taps, n4 = c4 ? n : n / 4 * 4, zp2p1 = P->zp2p1, lo = P->lo, hi = P->hi;
   const int32_t *rq = P->rq;
-  if (cols || qc_dsp_dw_pairable(P, tab, count, step, mode)) {
-    uintptr_t c12[12];  /* cols, or column j of window row ky from the taps: its first tap's offset + j step */
-    for (int32_t ky = 0; ky < 3; ++ky) {
-      for (int32_t j = 0; j < 4; ++j) {
-        c12[4 * ky + j] = cols ? cols[4 * ky + j] : tab[3 * ky] + (uintptr_t)(j * step);
-      }
+  if (cols) {
+    uintptr_t c12[12];  /* (a local copy, as the one qc_dsp_dw_pairs makes of it: see there) */
+    for (int32_t j = 0; j < 12; ++j) {
+      c12[j] = cols[j];
     }
     qc_dsp_dw_pairs(P, c12, b, y, count / 2, step, mode, pc, clamp);
     b += count / 2 * 2 * step;
@@ -252,6 +235,6 @@ void qc_dsp_dw_s32_c4(const qc_dsp_dw_params *P, const uintptr_t *tab, const int
   }                                                                                                                \
   void qc_dsp_dw_s8_##RQ##_pair(const qc_dsp_dw_params *P, const uintptr_t *cols, const int8_t *b, int8_t *y,    \
                                 int32_t count, int32_t step) {                                                     \
-    qc_dsp_dw_pixels(P, cols, b, y, NULL, count, step, QC_DSP_DW_MODE(MODE), PC, CLAMP, 1, cols);                  \
+    qc_dsp_dw_pixels(P, cols, b, y, NULL, count & ~1, step, QC_DSP_DW_MODE(MODE), PC, CLAMP, 1, cols);                \
   }
 QC_DSP_RQ_VARIANTS(QC_DSP_DW_DEFINE, dw)
