@@ -141,9 +141,9 @@ static inline __attribute__((always_inline)) void qc_dsp_dw_pairs(const qc_dsp_d
    taps (9 unrolled), then the last n % 4 channels from the int8 weights (c4: n is a multiple of 4, no such channel).
    Stored as int32 at acc (mode < 0), or requantized (qc_dsp_rq8 `mode`; pc: per-channel pairs) as int8 at y.
    With cols (dw_s8_<rq>_pair: count even, int8 outputs, c4), the pixels in pairs over the windows' columns at
-   b + cols[] (qc_dsp_dw_pairs; tab: cols, unread). The _pair entries call this whole function with an even count
-   (the single pixels' code then dropped), not qc_dsp_dw_pairs alone: so inlined, in some variants and optimization
-   levels, GCC found no registers for the pairs' asm. */
+   b + cols[] (qc_dsp_dw_pairs; tab: cols, unread). The _pair entries call this whole function with an even count,
+   not qc_dsp_dw_pairs alone: without the single pixels' code (compiled, not run), in some variants and at -Og and
+   -O1, GCC found no registers for the pairs' asm. */
 static inline __attribute__((always_inline)) void qc_dsp_dw_pixels(const qc_dsp_dw_params *P, const uintptr_t *tab,
     const int8_t *b, int8_t *y, int32_t *acc, int32_t count, int32_t step, int mode, int pc, int clamp, int c4,
     const uintptr_t *cols) {
