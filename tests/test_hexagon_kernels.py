@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from qcodegen.codegen import load_target
-from qcodegen.kernel_testing import KernelProgram, conv_accumulators, conv_schedule, depthwise_accumulators
+from qcodegen.kernel_testing import KernelProgram, conv_accumulators, conv_schedule, depthwise_accumulators, rescale
 from qcodegen.kernels import plan_kernels
 from qcodegen.kernels.hvx import layouts
 from qcodegen.resources import data_path
@@ -57,6 +57,50 @@ def _depthwise_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
                    f"qc_hvx_dw_tap_s8(r, {xs} + t * {c}, {ws} + t * {c}, {c}, {izp});", "r", acc)
 
 
+INT32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def _requant_operands(rng: np.random.Generator, lanes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Accumulators, multipliers and TOSA shifts (31..62) of `lanes` channels: per lane, an accumulator anywhere in
+    int32, near a result in [-300, 300], or on an exact tie of the rounding (m = 2^30); the extremes of both."""
+    shifts = rng.integers(31, 63, lanes)
+    mults = rng.integers(0, 1 << 31, lanes)
+    mults[:4] = [0, 1, (1 << 31) - 1, 1 << 30]
+    acc = rng.integers(*INT32, lanes, endpoint=True)
+    near = rng.random(lanes) < 0.4
+    target = rng.integers(-300, 301, lanes) + rng.random(lanes)
+    acc[near] = np.clip(target[near] * 2.0 ** shifts[near] / np.maximum(mults[near], 1), *INT32).astype(np.int64)
+    tie = rng.random(lanes) < 0.2
+    mults[tie], shifts[tie] = 1 << 30, rng.integers(32, 51, tie.sum())
+    acc[tie] = (2 * rng.integers(-(1 << 9), 1 << 9, tie.sum()) + 1) << (shifts[tie] - 31)  # |acc| < 2^29
+    acc[4:8] = [INT32[0], INT32[1], -1, 0]
+    mults[4:8] = (1 << 31) - 1
+    return acc, mults, shifts
+
+
+def _requant_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
+    """qc_hvx_requant on every lane against the numpy RESCALE, double (TFLite) and single (TOSA) rounding: the full
+    int32 result (zp 0, no clamp), then int8 outputs (zero points, a ReLU clamp) stored by qc_hvx_store_s8 for
+    32 and fewer channels."""
+    for rounding, low in (("double_round", 31), ("single_round", 32), ("single_round", 31)):
+        acc, mults, shifts = _requant_operands(rng, 32 * 16)
+        shifts = np.maximum(shifts, low) if low == 32 else np.full_like(shifts, 31) if rounding == "single_round" \
+            else shifts
+        acc = np.where(shifts == 31, np.clip(acc, -(1 << 30), (1 << 30) - 1), acc)  # TOSA REQUIRE at shift 31
+        rq = prog.array("int32_t", layouts.rq32(mults, shifts, rounding == "double_round"))
+        rnd = int(rounding == "double_round" or low == 31)
+        for zp, lo, hi, n, out in ((0, *INT32, 32, "int32_t"), (-5, -128, 127, 32, "int8_t"),
+                                   (100, 100, 127, 19, "int8_t")):
+            want = rescale(acc[None], mults, shifts, rounding, zp, lo, hi, "i32" if out == "int32_t" else "i8")
+            want = want.reshape(16, 32)[:, :n]
+            prog.check(f"  {out} r[{16 * n}];\n  for (int32_t b = 0; b < 16; ++b) {{\n    HVX_Vector a;\n"
+                       f"    __builtin_memcpy(&a, {prog.array('int32_t', acc)} + 32 * b, 128);\n"
+                       f"    const HVX_Vector q = qc_hvx_requant(a, {rq} + 160 * b, {rnd}, Q6_V_vsplat_R({zp}), "
+                       f"Q6_V_vsplat_R({lo}), Q6_V_vsplat_R({hi}));\n"
+                       + ("    __builtin_memcpy(r + 32 * b, &q, 128);\n" if out == "int32_t" else
+                          f"    qc_hvx_store_s8(q, r + {n} * b, {n});\n") + "  }", "r", want)
+
+
 def _run(prog: KernelProgram, workdir: Path) -> np.ndarray:
     runtime = data_path("runtime")
     for header in ("qc_minilibc.h", "hexagon/qc_hvx.h"):  # beside the source: part of the build's cache key
@@ -79,6 +123,7 @@ def test_kernels_against_the_numpy_primitives(tmp_path):
     rng = np.random.default_rng(18)
     _dot_cases(prog, rng)
     _depthwise_cases(prog, rng)
+    _requant_cases(prog, rng)
     mismatches = prog.mismatches(_run(prog, tmp_path))
     assert mismatches == "", mismatches
 

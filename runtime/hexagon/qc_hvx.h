@@ -32,6 +32,23 @@ static inline __attribute__((always_inline, unused)) int32_t qc_hvx_word(const i
   return (int32_t)word;
 }
 
+/* acc + the dot products of the word-splat row x (words whole words, then the word `last` when tail) with one
+   block of rows32 weights w (lane l: the rows' word j at w[j]), by VRMPY: four int8 x int8 products into each int32
+   lane per instruction. */
+static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_dot_block(HVX_Vector acc, const int8_t *x,
+                                                                                 const qc_hvx_uvec *w, int32_t words,
+                                                                                 int32_t tail, int32_t last) {
+  for (int32_t j = 0; j < words; ++j) {
+    int32_t xw;
+    __builtin_memcpy(&xw, x + 4 * j, 4);
+    acc = Q6_Vw_vrmpyacc_VwVbVb(acc, w[j], Q6_V_vsplat_R(xw));
+  }
+  if (tail) {
+    acc = Q6_Vw_vrmpyacc_VwVbVb(acc, w[words], Q6_V_vsplat_R(last));
+  }
+  return acc;
+}
+
 /* s[r] = the sum of x[i] * w[r][i], i < k, for the 32 * blocks rows r of w, laid out as rows32 (wl): block b,
    word j is the vector whose lane l holds w[32 b + l][4 j .. 4 j + 3] (rows past the last and elements past k are
    zero). Each VRMPY adds to lane l the four products of the word j of x (splat to every lane) with those weights.
@@ -44,16 +61,86 @@ static inline __attribute__((unused)) void qc_hvx_dot_rows32_s8(const int8_t *x,
   const int32_t last = qc_hvx_word(x + 4 * words, tail);
   for (int32_t b = 0; b < blocks; ++b) {
     const qc_hvx_uvec *w = (const qc_hvx_uvec *)(const void *)(wl + (int32_t)128 * stride * b);
-    HVX_Vector acc = Q6_V_vzero();
-    for (int32_t j = 0; j < words; ++j) {
-      int32_t xw;
-      __builtin_memcpy(&xw, x + 4 * j, 4);
-      acc = Q6_Vw_vrmpyacc_VwVbVb(acc, w[j], Q6_V_vsplat_R(xw));
+    *(qc_hvx_uvec *)(void *)(s + 32 * b) = qc_hvx_dot_block(Q6_V_vzero(), x, w, words, tail, last);
+  }
+}
+
+/* The requantization of 32 int32 accumulators to int8 (TFLite's MultiplyByQuantizedMultiplier, TOSA RESCALE), in
+   vectors. rq: the 5 vectors of the block's 32 channels (qcodegen/kernels/hvx/layouts.py rq32): m (the multiplier,
+   0 <= m < 2^31), r = shift - 31 (0 <= r <= 31), mask = 2^r - 1, half = 2^(r - 1) (0 when r = 0) and adj (-1 where
+   the second rounding is away from zero, else 0). The result is clamp(y + zp, lo, hi) with, for the TOSA shift
+   s = 31 + r and P = acc * m (exact, up to 2^62 in magnitude):
+     rnd = 1: y = RDBPOT(SRDHM(acc, m), r) = floor((P + 2^(s-1) + [r > 0] (acc >= 0 ? 2^30 : -2^30)) / 2^s), TOSA
+              DOUBLE_ROUND (= MultiplyByQuantizedMultiplier, docs/semantics.md §5.2); with adj = 0 and r = 0 the
+              single round at shift 31;
+     rnd = 0: y = floor((P + 2^(s-1)) / 2^s), TOSA SINGLE_ROUND, for r >= 1.
+   Why it is exact, per lane (ml = m mod 2^16 unsigned, mh = floor(m / 2^16), so P = acc mh 2^16 + acc ml):
+   1. VMPYE gives e = floor(acc ml / 2^16). VMPYO:<<1:rnd:sat:shift adds acc mh and rounds at 2^15:
+      h = floor((e + acc mh + 2^14) / 2^15) = floor((P - b + 2^30) / 2^31) with b = acc ml mod 2^16 (multiply the
+      inner fraction by 2^16). N = P + 2^30 is b modulo 2^16 (acc mh 2^16 and 2^30 are multiples of 2^16), so
+      N mod 2^31 >= b and removing b does not cross a multiple of 2^31: h = floor((P + 2^30) / 2^31) = SRDHM, for
+      every int32 acc and m (the saturation needs acc = m = -2^31, excluded by m >= 0). Without rnd the same
+      argument with N = P gives floor(P / 2^31).
+   2. floor((P + R) / 2^s) with R a multiple of 2^31 is floor((floor(P / 2^31) + R / 2^31) / 2^r) (nested floors):
+      rnd = 0 rounds h half up at r; rnd = 1 applies RDBPOT (h / 2^r rounded half away from zero), which §5.2
+      shows equals DOUBLE_ROUND (the sign of h replaces the sign of acc).
+   3. floor((h + c) / 2^r) for c = half + (h < 0 ? adj : 0) in [-1, 2^30] is (h >> r) + (((h & mask) + c) >> r),
+      the second shift logical: 0 <= (h & mask) + c < 2^31 + 2^30, no int32 overflow (h + c could overflow).
+   4. y + zp saturates to int32 (VADD:sat) before the clamp to [lo, hi], a sub-range of int32: the clamp of the
+      exact sum. */
+static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_requant(HVX_Vector acc, const int32_t *rq,
+                                                                               int32_t rnd, HVX_Vector zp,
+                                                                               HVX_Vector lo, HVX_Vector hi) {
+  const qc_hvx_uvec *v = (const qc_hvx_uvec *)(const void *)rq;
+  const HVX_Vector m = v[0], r = v[1];
+  const HVX_Vector e = Q6_Vw_vmpye_VwVuh(acc, m);
+  const HVX_Vector h = rnd ? Q6_Vw_vmpyoacc_VwVwVh_s1_rnd_sat_shift(e, acc, m)
+                           : Q6_Vw_vmpyoacc_VwVwVh_s1_sat_shift(e, acc, m);
+  const HVX_Vector c = Q6_Vw_vadd_VwVw(v[3], Q6_V_vand_VV(Q6_Vw_vasr_VwR(h, 31), v[4]));
+  const HVX_Vector frac = Q6_Vw_vlsr_VwVw(Q6_Vw_vadd_VwVw(Q6_V_vand_VV(h, v[2]), c), r);
+  const HVX_Vector y = Q6_Vw_vadd_VwVw(Q6_Vw_vasr_VwVw(h, r), frac);
+  return Q6_Vw_vmin_VwVw(Q6_Vw_vmax_VwVw(Q6_Vw_vadd_VwVw_sat(y, zp), lo), hi);
+}
+
+/* Stores the n <= 32 int8 values of the int32 lanes 0 .. n - 1 of q (each within int8) at y: narrowed by two
+   VPACKE (the low halfword of each word, then the low byte of each halfword: lane i -> byte i), written through a
+   stack vector (HVX stores whole vectors; y is any address). */
+static inline __attribute__((always_inline, unused)) void qc_hvx_store_s8(HVX_Vector q, int8_t *y, int32_t n) {
+  HVX_Vector bytes = Q6_Vb_vpacke_VhVh(Q6_V_vzero(), Q6_Vh_vpacke_VwVw(Q6_V_vzero(), q));
+  if (n == 32) {
+    __builtin_memcpy(y, &bytes, 32);
+  } else {
+    const int8_t *b = (const int8_t *)(const void *)&bytes;
+    for (int32_t i = 0; i < n; ++i) {
+      y[i] = b[i];
     }
-    if (tail) {
-      acc = Q6_Vw_vrmpyacc_VwVbVb(acc, w[words], Q6_V_vsplat_R(last));
-    }
-    *(qc_hvx_uvec *)(void *)(s + 32 * b) = acc;
+  }
+}
+
+/* A CONV2D step with an int8 requantized output, for qc_hvx_conv_rq_s8: w (rows32), start (the accumulators'
+   start per row, blocks x 32 int32: bias - izp x the row's sum, modulo 2^32), rq (qc_hvx_requant's 5 vectors
+   per block, or one set for every block: rq_stride 0), k, blocks, rows, rnd, zp, lo, hi. */
+typedef struct {
+  const int8_t *w;
+  const int32_t *start;
+  const int32_t *rq;
+  int32_t k, blocks, rows, rq_stride, rnd, zp, lo, hi;
+} qc_hvx_conv_params;
+
+/* y[r] = the requantized start[r] + the sum of x[i] * w[r][i] (qc_hvx_dot_block, qc_hvx_requant) for the rows
+   r < rows of one pixel. The int32 lanes add modulo 2^32: the exact accumulator fits int32 (range analysis), so
+   the modular sum is it. One function for every step (not inline): a call per pixel. */
+static __attribute__((noinline, unused)) void qc_hvx_conv_rq_s8(const qc_hvx_conv_params *p, const int8_t *x,
+                                                                int8_t *y) {
+  const int32_t words = p->k / 4, tail = p->k % 4, stride = (p->k + 3) / 4;
+  const int32_t last = qc_hvx_word(x + 4 * words, tail);
+  const HVX_Vector zp = Q6_V_vsplat_R(p->zp), lo = Q6_V_vsplat_R(p->lo), hi = Q6_V_vsplat_R(p->hi);
+  for (int32_t b = 0; b < p->blocks; ++b) {
+    const qc_hvx_uvec *w = (const qc_hvx_uvec *)(const void *)(p->w + (int32_t)128 * stride * b);
+    const HVX_Vector acc = qc_hvx_dot_block(*(const qc_hvx_uvec *)(const void *)(p->start + 32 * b), x, w, words,
+                                            tail, last);
+    const int32_t n = p->rows - 32 * b;
+    qc_hvx_store_s8(qc_hvx_requant(acc, p->rq + p->rq_stride * b, p->rnd, zp, lo, hi), y + 32 * b, n < 32 ? n : 32);
   }
 }
 

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ir.schedule import StepIO
-from ..conv import ConvStep
+from ..conv import ConvStep, Requantization
 from ..generic import conv_or_portable, portable
 from ..layouts import row_sums
 from ..names import ArrayNames
-from ..record import KernelChoice, const_array, step_array
+from ..record import ConstArray, KernelChoice, const_array, step_array
 from . import layouts
 
 FILES = ("hexagon/qc_hvx.h",)
@@ -38,6 +38,21 @@ class DotRows32:
     rows: int
     k: int
     blocks: int
+
+
+@dataclass(frozen=True)
+class ConvRq:
+    """form "conv_rq": qc_hvx_conv_rq_s8 per pixel (VRMPY sums from arrays["starts"], requantized to int8 in
+    vectors: arrays["rq"], rq_stride 0 when one set serves every block), the qc_hvx_conv_params fields."""
+
+    rows: int
+    k: int
+    blocks: int
+    rq_stride: int
+    rnd: int
+    zp: int
+    lo: int
+    hi: int
 
 
 @dataclass(frozen=True)
@@ -65,18 +80,52 @@ def _why_not_conv(c: ConvStep) -> str:
     return f"not int8 x int8 with weight zero point 0, constant weights and rows of at most {MAX_ROW} elements"
 
 
+def vector_rnd(rq: Requantization | None, out_ctype: str) -> int | None:
+    """qc_hvx_requant's rnd for `rq` (1: DOUBLE_ROUND, or any rounding with every shift 31; 0: SINGLE_ROUND with
+    every shift above 31), None when it does not compute rq exactly: int8 outputs of a 32-bit scale with
+    multipliers in [0, 2^31) and shifts 31..62 (TFLite exponents 0 and below)."""
+    if not (rq is not None and out_ctype == "int8_t" and rq.scale32 and -128 <= rq.lo and rq.hi <= 127
+            and 31 <= rq.min_shift and max(rq.shifts) <= 62 and min(rq.multipliers) >= 0):
+        return None
+    if rq.fn in ("qc_scale32_double", "qc_scale32_double_gt31") or max(rq.shifts) == 31:
+        return 1
+    return 0 if rq.fn == "qc_scale32_single" and rq.min_shift >= 32 else None
+
+
 def _conv(c: ConvStep, names: ArrayNames) -> KernelChoice | None:
     if not (c.channels_hook and c.int8 and c.wzp == 0 and c.constant_weights and c.k <= MAX_ROW):
         return None
     rows = c.weight_rows()
-    arrays = {"weights": const_array(names.relaid(c.w.name, "rows32"), layouts.rows32(rows))}
-    if c.izp != 0:
-        terms = c.izp * row_sums(rows, c.rows).astype(np.int64)  # |izp x sum| <= 2^7 2^7 k < 2^31
-        arrays["zero_point_terms"] = step_array(names, "izp_terms", terms.astype(np.int32))
+    weights = const_array(names.relaid(c.w.name, "rows32"), layouts.rows32(rows))
+    terms = c.izp * row_sums(rows, c.rows).astype(np.int64)  # |izp x sum| <= 2^7 2^7 k < 2^31
     blocks = -(-c.rows // layouts.LANES)
     reason = f"int8 x int8, weight zero point 0, constant rows of {c.k} elements, {blocks} blocks of 32 rows"
+    rnd = vector_rnd(c.rq, c.y.dtype.ctype)
+    if rnd is not None and c.bias_abs_max is not None:
+        return _conv_rq(c, names, weights, terms, rnd, reason)
+    arrays = {"weights": weights}
+    if c.izp != 0:
+        arrays["zero_point_terms"] = step_array(names, "izp_terms", terms.astype(np.int32))
     return KernelChoice("qc_hvx_dot_rows32_s8", reason, layout="rows32", form="dot_rows32", arrays=arrays,
                         params=DotRows32(c.rows, c.k, blocks), unread=frozenset({1}), files=FILES)
+
+
+def _conv_rq(c: ConvStep, names: ArrayNames, weights: ConstArray, terms: np.ndarray, rnd: int,
+             reason: str) -> KernelChoice:
+    rq = c.rq
+    assert rq is not None
+    one_set = not rq.per_channel
+    mults = np.broadcast_to(np.asarray(rq.multipliers, np.int64), (layouts.LANES if one_set else c.rows,))
+    shifts = np.broadcast_to(np.asarray(rq.shifts, np.int64), mults.shape)
+    away = rq.fn != "qc_scale32_single"
+    arrays = {"weights": weights, "starts": step_array(names, "starts", layouts.starts(c.bias_per_row(), terms)),
+              "rq": step_array(names, "rq32", layouts.rq32(mults, shifts, away))}
+    params = ConvRq(c.rows, c.k, -(-c.rows // layouts.LANES), 0 if one_set else 5 * layouts.LANES, rnd,
+                    rq.output_zp, rq.lo, rq.hi)
+    return KernelChoice("qc_hvx_conv_rq_s8", f"{reason}, constant bias, int8 outputs requantized in vectors "
+                        f"({'double' if away else 'single'} rounding, shifts 31..62)", layout="rows32",
+                        form="conv_rq", arrays=arrays, params=params, unread=frozenset({1, 2}),
+                        step_constants=False, files=FILES)
 
 
 def _depthwise(c: ConvStep) -> KernelChoice | None:

@@ -22,3 +22,23 @@ def rows32(rows: np.ndarray) -> np.ndarray:
     blocks = padded.reshape(-1, LANES, padded.shape[1] // 4, 4)  # [block, lane, word, byte]
     return np.ascontiguousarray(blocks.transpose(0, 2, 1, 3)).reshape(-1)
 
+
+
+def starts(bias: np.ndarray, izp_terms: np.ndarray) -> np.ndarray:
+    """The accumulators' start of each row, bias - izp x the row's sum (izp_terms), modulo 2^32 like the kernel's
+    int32 lanes, padded with zeros to whole blocks of 32 (qc_hvx_conv_rq_s8)."""
+    rows = izp_terms.size
+    start = (np.asarray(bias, np.int64) - izp_terms) & 0xFFFFFFFF
+    return np.pad(start, (0, -rows % LANES)).astype(np.uint32).view(np.int32)
+
+
+def rq32(multipliers: np.ndarray, shifts: np.ndarray, away: bool) -> np.ndarray:
+    """qc_hvx_requant's 5 int32 vectors per block of 32 channels (multipliers / shifts: one per channel, TOSA
+    shifts 31..62): m, r = shift - 31, mask = 2^r - 1, half = 2^(r - 1) (0 for r = 0), adj = -1 where the second
+    rounding is away from zero (away, DOUBLE_ROUND, and r > 0), else 0. Channels past the last: m = 0 (outputs zp)."""
+    m = np.asarray(multipliers, np.int64)
+    r = np.asarray(shifts, np.int64) - 31
+    pad = -m.size % LANES
+    cols = [m, r, (1 << r) - 1, np.where(r > 0, 1 << np.maximum(r - 1, 0), 0), -((r > 0) & away).astype(np.int64)]
+    blocks = np.stack([np.pad(c, (0, pad)).reshape(-1, LANES) for c in cols], axis=1)  # [block, vector, lane]
+    return blocks.reshape(-1).astype(np.int32)
