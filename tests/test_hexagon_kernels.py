@@ -80,8 +80,8 @@ def _requant_operands(rng: np.random.Generator, lanes: int) -> tuple[np.ndarray,
 
 def _requant_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
     """qc_hvx_requant on every lane against the numpy RESCALE, double (TFLite) and single (TOSA) rounding: the full
-    int32 result (zp 0, no clamp), then int8 outputs (zero points, a ReLU clamp) stored by qc_hvx_store_s8 for
-    32 and fewer channels."""
+    int32 result (zp 0, no clamp), then int8 outputs (zero points, a ReLU clamp) stored for
+    32 and fewer channels (qc_hvx_store_h8)."""
     for rounding, low in (("double_round", 31), ("single_round", 32), ("single_round", 31)):
         acc, mults, shifts = _requant_operands(rng, 32 * 16)
         shifts = np.maximum(shifts, low) if low == 32 else np.full_like(shifts, 31) if rounding == "single_round" \
@@ -98,7 +98,8 @@ def _requant_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
                        f"    const HVX_Vector q = qc_hvx_requant(a, {rq} + 160 * b, {rnd}, Q6_V_vsplat_R({zp}), "
                        f"Q6_V_vsplat_R({lo}), Q6_V_vsplat_R({hi}));\n"
                        + ("    __builtin_memcpy(r + 32 * b, &q, 128);\n" if out == "int32_t" else
-                          f"    qc_hvx_store_s8(q, r + {n} * b, {n});\n") + "  }", "r", want)
+                          f"    qc_hvx_store_h8(Q6_Vh_vpacke_VwVw(Q6_V_vzero(), q), r + {n} * b, {n}, 32);\n")
+                       + "  }", "r", want)
 
 
 def _run(prog: KernelProgram, workdir: Path) -> np.ndarray:
@@ -142,27 +143,31 @@ def _choice(sched):
 
 
 def test_conv_choices():
-    """VRMPY rows (fewer than 32 rows padded); the int8 weights unread, the zero-point terms izp x the row sums;
-    weight zero point not 0 and depthwise of 8 channels: the portable loops; depthwise of 32: dw_tap."""
+    """FUSED_CONV to int8: conv_rq (starts = bias - izp x the row sums, one requantization set for a per-tensor
+    scale), depthwise of 8 channels: dw_rq; int32 outputs: VRMPY rows (fewer than 32 rows padded; the int8 weights
+    unread, the zero-point terms izp x the row sums), depthwise of 32: dw_tap, of 8: the portable loops; weight zero
+    point not 0: the portable loops."""
     rng = np.random.default_rng(0)
     w = rng.integers(-128, 128, (32, 1, 1, 8)).astype(np.int8)
     px = dict(x_shape=(1, 2, 3, 8), y_shape=(1, 2, 3, 32), w=w, bias=np.arange(32))
-    full = _choice(conv_schedule("CONV2D", **px))
+    rq = _choice(conv_schedule("CONV2D", **px))
+    assert (rq.kernel, rq.form, rq.layout, rq.unread) == ("qc_hvx_conv_rq_s8", "conv_rq", "rows32", {1, 2})
+    sums = w.reshape(32, 8).astype(int).sum(1)
+    assert rq.arrays["starts"].values.tolist() == (np.arange(32) + 128 * sums).tolist()
+    assert (rq.params.rows, rq.params.k, rq.params.blocks, rq.params.rq_stride, rq.params.rnd) == (32, 8, 1, 0, 1)
+    full = _choice(conv_schedule("CONV2D", y_dtype="i32", **px))
     assert (full.kernel, full.form, full.layout, full.unread) == ("qc_hvx_dot_rows32_s8", "dot_rows32", "rows32",
                                                                   {1})
     assert (full.params.rows, full.params.k, full.params.blocks) == (32, 8, 1)
     assert full.arrays["weights"].values.tolist() == layouts.rows32(w.reshape(32, 8)).tolist()
-    assert full.arrays["zero_point_terms"].values.tolist() == (-128 * w.reshape(32, 8).astype(int).sum(1)).tolist()
+    assert full.arrays["zero_point_terms"].values.tolist() == (-128 * sums).tolist()
     few = dict(px, w=w[:8], bias=np.arange(8), y_shape=(1, 2, 3, 8))
-    padded = _choice(conv_schedule("CONV2D", **few))
+    padded = _choice(conv_schedule("CONV2D", y_dtype="i32", **few))
     assert (padded.kernel, padded.params.blocks) == ("qc_hvx_dot_rows32_s8", 1)
     assert _choice(conv_schedule("CONV2D", wzp=3, **px)).kernel == "c:conv2d"
-    dw = rng.integers(-128, 128, (3, 3, 8, 1)).astype(np.int8)
-    depthwise = _choice(conv_schedule("DEPTHWISE_CONV2D", x_shape=(1, 4, 4, 8), y_shape=(1, 2, 2, 8), w=dw,
-                                      bias=np.zeros(8)))
-    assert depthwise.kernel == "c:depthwise_conv2d"  # 8 channels
-    dw32 = rng.integers(-128, 128, (3, 3, 32, 1)).astype(np.int8)
-    tap = _choice(conv_schedule("DEPTHWISE_CONV2D", x_shape=(1, 4, 4, 32), y_shape=(1, 2, 2, 32), w=dw32,
-                                bias=np.zeros(32)))
-    assert (tap.kernel, tap.form, tap.params.n, tap.params.izp, tap.unread) == ("qc_hvx_dw_tap_s8", "dw_tap", 32,
-                                                                                -128, frozenset())
+    for c, y_dtype, kernel in ((8, "i8", "qc_hvx_dw_rq_s8"), (8, "i32", "c:depthwise_conv2d"),
+                               (32, "i32", "qc_hvx_dw_tap_s8")):
+        dw = rng.integers(-128, 128, (3, 3, c, 1)).astype(np.int8)
+        got = _choice(conv_schedule("DEPTHWISE_CONV2D", x_shape=(1, 4, 4, c), y_shape=(1, 2, 2, c), w=dw,
+                                    bias=np.zeros(c), y_dtype=y_dtype))
+        assert got.kernel == kernel

@@ -102,13 +102,14 @@ static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_requant(H
   return Q6_Vw_vmin_VwVw(Q6_Vw_vmax_VwVw(Q6_Vw_vadd_VwVw_sat(y, zp), lo), hi);
 }
 
-/* Stores the n <= 32 int8 values of the int32 lanes 0 .. n - 1 of q (each within int8) at y: narrowed by two
-   VPACKE (the low halfword of each word, then the low byte of each halfword: lane i -> byte i), written through a
-   stack vector (HVX stores whole vectors; y is any address). */
-static inline __attribute__((always_inline, unused)) void qc_hvx_store_s8(HVX_Vector q, int8_t *y, int32_t n) {
-  HVX_Vector bytes = Q6_Vb_vpacke_VhVh(Q6_V_vzero(), Q6_Vh_vpacke_VwVw(Q6_V_vzero(), q));
-  if (n == 32) {
-    __builtin_memcpy(y, &bytes, 32);
+/* Stores the int8 values of the halfword lanes 0 .. n - 1 of h (each within int8; n <= full, full 32 or 64) at y:
+   narrowed by VPACKE (the low byte of each halfword: lane i -> byte i), written through a stack vector (HVX stores
+   whole vectors; y is any address). */
+static inline __attribute__((always_inline, unused)) void qc_hvx_store_h8(HVX_Vector h, int8_t *y, int32_t n,
+                                                                          const int32_t full) {
+  HVX_Vector bytes = Q6_Vb_vpacke_VhVh(Q6_V_vzero(), h);
+  if (n == full) {
+    __builtin_memcpy(y, &bytes, (unsigned)full);
   } else {
     const int8_t *b = (const int8_t *)(const void *)&bytes;
     for (int32_t i = 0; i < n; ++i) {
@@ -140,7 +141,8 @@ static __attribute__((noinline, unused)) void qc_hvx_conv_rq_s8(const qc_hvx_con
     const HVX_Vector acc = qc_hvx_dot_block(*(const qc_hvx_uvec *)(const void *)(p->start + 32 * b), x, w, words,
                                             tail, last);
     const int32_t n = p->rows - 32 * b;
-    qc_hvx_store_s8(qc_hvx_requant(acc, p->rq + p->rq_stride * b, p->rnd, zp, lo, hi), y + 32 * b, n < 32 ? n : 32);
+    const HVX_Vector q = qc_hvx_requant(acc, p->rq + p->rq_stride * b, p->rnd, zp, lo, hi);
+    qc_hvx_store_h8(Q6_Vh_vpacke_VwVw(Q6_V_vzero(), q), y + 32 * b, n < 32 ? n : 32, 32);
   }
 }
 
@@ -167,6 +169,73 @@ static inline __attribute__((unused)) void qc_hvx_dw_tap_s8(int32_t *acc, const 
     a[0] = Q6_Vw_vadd_VwVw(a[0], Q6_V_lo_W(p));
     if (m == 64) {
       a[1] = Q6_Vw_vadd_VwVw(a[1], Q6_V_hi_W(p));
+    }
+  }
+}
+
+/* The 128 bytes at x, or (avail < 128 bytes left in the buffer) its first min(avail, 64) bytes then zeros: HVX loads
+   whole vectors, and a load must not read past the buffer. */
+static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_load_s8(const int8_t *x, int32_t avail) {
+  if (avail >= 128) {
+    return *(const qc_hvx_uvec *)(const void *)x;
+  }
+  HVX_Vector v = Q6_V_vzero();
+  __builtin_memcpy(&v, x, (unsigned)(avail < 64 ? avail : 64));
+  return v;
+}
+
+/* A DEPTHWISE_CONV2D step (multiplier 1) with int8 requantized outputs, for qc_hvx_dw_rq_s8 (qcodegen/kernels/hvx/layouts.py dw_w16, dw_starts, dw_rq): w (per
+   block of 64 channels, per tap ky * kw + kx, the 64 weights as int16, zeros past the last channel), start (per
+   block, the biases of its 32 even channels, then of its 32 odd ones), rq (per block, qc_hvx_requant's vectors of
+   the even channels, then of the odd ones; rq_stride 0: one pair for every block), the channels n, blocks, the
+   window (kernel kh x kw over an ih x iw input, oh x ow outputs, strides sy, sx, dilations dy, dx, padding top pt,
+   left pl), the input zero point izp, the value pad that padding taps read, and rnd, zp, lo, hi of the
+   requantization. */
+typedef struct {
+  const int16_t *w;
+  const int32_t *start;
+  const int32_t *rq;
+  int32_t n, blocks, rq_stride, kh, kw, ih, iw, oh, ow, sy, sx, dy, dx, pt, pl, izp, pad, rnd, zp, lo, hi;
+} qc_hvx_dw_params;
+
+/* The whole step over one image: per output pixel and block of 64 channels, the int32 accumulators of the even
+   channels and of the odd ones (a vector pair) start from the biases, and each tap adds its products: the 64 int8
+   inputs (pad for a tap outside the input) widened in order to int16 (VUNPACK), minus izp (|x - izp| <= 255),
+   times the int16 weights
+   by VMPY:acc (Vxx.w += Vu.h * Vv.h: halfword 2i into the even vector's lane i, 2i + 1 into the odd one's),
+   modulo 2^32 (the exact accumulator fits int32: range analysis). Both vectors are requantized (qc_hvx_requant),
+   put back in channel order by VSHUFFE (low halfwords, even then odd) and stored. One function for every step
+   (not inline): a call per image. */
+static __attribute__((noinline, unused)) void qc_hvx_dw_rq_s8(const qc_hvx_dw_params *p, const int8_t *x,
+                                                              int8_t *y) {
+  const int32_t size = p->ih * p->iw * p->n, taps = p->kh * p->kw;
+  const HVX_Vector zp = Q6_V_vsplat_R(p->zp), lo = Q6_V_vsplat_R(p->lo), hi = Q6_V_vsplat_R(p->hi);
+  const HVX_Vector izp = Q6_Vh_vsplat_R(p->izp), pad = Q6_Vb_vsplat_R(p->pad);
+  for (int32_t oy = 0; oy < p->oh; ++oy) {
+    const int32_t iy0 = oy * p->sy - p->pt;
+    for (int32_t ox = 0; ox < p->ow; ++ox) {
+      const int32_t ix0 = ox * p->sx - p->pl;
+      int8_t *yp = y + (oy * p->ow + ox) * p->n;
+      for (int32_t b = 0; b < p->blocks; ++b) {
+        const qc_hvx_uvec *s = (const qc_hvx_uvec *)(const void *)(p->start + 64 * b);
+        const qc_hvx_uvec *w = (const qc_hvx_uvec *)(const void *)(p->w + 64 * taps * b);
+        HVX_VectorPair acc = Q6_W_vcombine_VV(s[1], s[0]);
+        for (int32_t ky = 0; ky < p->kh; ++ky) {
+          const int32_t iy = iy0 + ky * p->dy;
+          for (int32_t kx = 0; kx < p->kw; ++kx) {
+            const int32_t ix = ix0 + kx * p->dx, off = (iy * p->iw + ix) * p->n + 64 * b;
+            const int32_t inside = iy >= 0 && iy < p->ih && ix >= 0 && ix < p->iw;
+            const HVX_Vector xv = inside ? qc_hvx_load_s8(x + off, size - off) : pad;
+            const HVX_Vector xh = Q6_Vh_vsub_VhVh(Q6_V_lo_W(Q6_Wh_vunpack_Vb(xv)), izp);
+            acc = Q6_Ww_vmpyacc_WwVhVh(acc, xh, w[ky * p->kw + kx]);
+          }
+        }
+        const int32_t *rq = p->rq + p->rq_stride * b;
+        const HVX_Vector even = qc_hvx_requant(Q6_V_lo_W(acc), rq, p->rnd, zp, lo, hi);
+        const HVX_Vector odd = qc_hvx_requant(Q6_V_hi_W(acc), rq + 5 * 32, p->rnd, zp, lo, hi);
+        const int32_t m = p->n - 64 * b;
+        qc_hvx_store_h8(Q6_Vh_vshuffe_VhVh(odd, even), yp + 64 * b, m < 64 ? m : 64, 64);
+      }
     }
   }
 }

@@ -56,6 +56,34 @@ class ConvRq:
 
 
 @dataclass(frozen=True)
+class DepthwiseRq:
+    """form "dw_rq": qc_hvx_dw_rq_s8 per image (arrays["w16"], ["starts"], ["rq"]), the qc_hvx_dw_params fields
+    after the arrays (rq_stride 0 when one pair of requantization sets serves every block)."""
+
+    n: int
+    blocks: int
+    rq_stride: int
+    kh: int
+    kw: int
+    ih: int
+    iw: int
+    oh: int
+    ow: int
+    sy: int
+    sx: int
+    dy: int
+    dx: int
+    pt: int
+    pl: int
+    izp: int
+    pad: int
+    rnd: int
+    zp: int
+    lo: int
+    hi: int
+
+
+@dataclass(frozen=True)
 class DepthwiseTap:
     """form "dw_tap": each in-bounds tap of the portable depthwise loops by qc_hvx_dw_tap_s8 over the n channels
     (input zero point izp); the padding taps, the start and the stores stay portable."""
@@ -70,8 +98,8 @@ def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoi
         return c
     if c.op == "CONV2D":
         return _conv(c, names) or portable(io, _why_not_conv(c))
-    return _depthwise(c) or portable(io, "depthwise not int8 x int8 with weight zero point 0, multiplier 1 and a "
-                                        "multiple of 32 channels")
+    why = "depthwise not int8 x int8 with weight zero point 0, multiplier 1 and a multiple of 32 channels"
+    return _depthwise_rq(c, names) or _depthwise(c) or portable(io, why)
 
 
 def _why_not_conv(c: ConvStep) -> str:
@@ -125,6 +153,30 @@ def _conv_rq(c: ConvStep, names: ArrayNames, weights: ConstArray, terms: np.ndar
     return KernelChoice("qc_hvx_conv_rq_s8", f"{reason}, constant bias, int8 outputs requantized in vectors "
                         f"({'double' if away else 'single'} rounding, shifts 31..62)", layout="rows32",
                         form="conv_rq", arrays=arrays, params=params, unread=frozenset({1, 2}),
+                        step_constants=False, files=FILES)
+
+
+def _depthwise_rq(c: ConvStep, names: ArrayNames) -> KernelChoice | None:
+    rnd = vector_rnd(c.rq, c.y.dtype.ctype)
+    g = c.window
+    if not (rnd is not None and c.rq is not None and c.int8 and c.wzp == 0 and c.m == 1 and c.constant_weights
+            and c.bias_abs_max is not None):
+        return None
+    rq = c.rq
+    chans = 2 * layouts.LANES if not rq.per_channel else c.rows
+    mults = np.broadcast_to(np.asarray(rq.multipliers, np.int64), (chans,))
+    shifts = np.broadcast_to(np.asarray(rq.shifts, np.int64), (chans,))
+    away = rq.fn != "qc_scale32_single"
+    arrays = {"w16": step_array(names, "dw_w16", layouts.dw_w16(c.weight_rows())),
+              "starts": step_array(names, "dw_starts", layouts.dw_starts(c.bias_per_row())),
+              "rq": step_array(names, "dw_rq", layouts.dw_rq(mults, shifts, away))}
+    blocks = -(-c.rows // layouts.DW_BLOCK)
+    params = DepthwiseRq(c.rows, blocks, 10 * layouts.LANES if rq.per_channel else 0, g.kh, g.kw, g.ih, g.iw, g.oh,
+                         g.ow, g.sy, g.sx, g.dy, g.dx, g.pt, g.pl, c.izp, c.pad_value, rnd, rq.output_zp, rq.lo, rq.hi)
+    return KernelChoice("qc_hvx_dw_rq_s8", f"int8 x int8, weight zero point 0, multiplier 1, constant weights and "
+                        f"bias, {blocks} blocks of 64 channels, int8 outputs requantized in vectors "
+                        f"({'double' if away else 'single'} rounding, shifts 31..62)", layout="dw_w16",
+                        form="dw_rq", arrays=arrays, params=params, unread=frozenset({1, 2}),
                         step_constants=False, files=FILES)
 
 
