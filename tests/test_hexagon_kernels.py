@@ -102,6 +102,67 @@ def _requant_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
                        + "  }", "r", want)
 
 
+def _scales(rng: np.random.Generator, channels: int, per_channel: bool, rounding: str) -> tuple[list, list]:
+    """Multipliers in [2^30, 2^31) and shifts 40..44 (outputs of accumulators up to ~2^18 mostly off the clamps),
+    per channel or one."""
+    count = channels if per_channel else 1
+    return (rng.integers(1 << 30, 1 << 31, count).tolist(), rng.integers(40, 45, count).tolist())
+
+
+def _rq_vectors(prog: KernelProgram, mults: list, shifts: list, rounding: str, lanes: int) -> str:
+    """The kernel's requantization vectors: one set (per tensor, repeated over `lanes`) or per channel."""
+    m, s = (np.resize(mults, lanes), np.resize(shifts, lanes)) if len(mults) == 1 else (mults, shifts)
+    fn = layouts.rq32 if lanes == layouts.LANES else layouts.dw_rq
+    return prog.array("int32_t", fn(np.asarray(m), np.asarray(s), rounding == "double_round"))
+
+
+def _conv_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
+    """qc_hvx_conv_rq_s8 pixel by pixel against the numpy CONV2D then RESCALE: rows fewer than, a multiple of and
+    more than 32 (a last partial block), rows with a last partial word, per channel and per tensor scales, double
+    and single rounding, input zero points -128 and 7, a ReLU clamp."""
+    for rows, k, izp, per_channel, rounding, zp, lo in ((10, 3, -128, True, "double_round", -3, -128),
+                                                        (40, 67, 7, False, "double_round", 2, 2),
+                                                        (64, 130, -128, True, "single_round", -128, -128)):
+        x = rng.integers(-128, 128, (3, k))
+        w = rng.integers(-128, 128, (rows, k))
+        bias = rng.integers(-(1 << 16), 1 << 16, rows)
+        mults, shifts = _scales(rng, rows, per_channel, rounding)
+        want = rescale(conv_accumulators(x, w, bias, izp), mults, shifts, rounding, zp, lo, 127)
+        terms = izp * w.sum(axis=1)
+        blocks = -(-rows // layouts.LANES)
+        params = (f"{prog.array('int8_t', layouts.rows32(w))}, {prog.array('int32_t', layouts.starts(bias, terms))}, "
+                  f"{_rq_vectors(prog, mults, shifts, rounding, layouts.LANES)}, {k}, {blocks}, {rows}, "
+                  f"{5 * 32 if per_channel else 0}, {int(rounding == 'double_round')}, {zp}, {lo}, 127")
+        prog.check(f"  static const qc_hvx_conv_params pc = {{{params}}};\n  int8_t r[{3 * rows}];\n"
+                   f"  for (int32_t p = 0; p < 3; ++p) qc_hvx_conv_rq_s8(&pc, {prog.array('int8_t', x)} + p * {k}, "
+                   f"r + p * {rows});", "r", want)
+
+
+def _dw_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
+    """qc_hvx_dw_rq_s8 over whole images against the numpy DEPTHWISE_CONV2D then RESCALE: 8 channels (a block mostly
+    padding), 40, 72 (a last partial block) and 130; padding on every side (reading the input zero point, or
+    another value), strides 2, dilation 2, per channel and per tensor scales, double and single rounding."""
+    for c, hw, stride, pad, dilation, izp, pad_value, per_channel, rounding in (
+            (8, (6, 7), (1, 1), (1, 1, 1, 1), (1, 1), -128, -128, True, "double_round"),
+            (40, (7, 6), (2, 2), (1, 1, 0, 1), (1, 1), 5, 5, False, "double_round"),
+            (72, (6, 6), (1, 2), (2, 1, 1, 2), (2, 2), 0, -128, True, "single_round"),
+            (130, (4, 5), (1, 1), (0, 0, 0, 0), (1, 1), -1, -1, True, "double_round")):
+        x = rng.integers(-128, 128, (1, *hw, c))
+        w = rng.integers(-128, 128, (3, 3, c))
+        bias = rng.integers(-(1 << 16), 1 << 16, c)
+        mults, shifts = _scales(rng, c, per_channel, rounding)
+        acc = depthwise_accumulators(x, w, bias, izp, stride, pad, dilation, pad_value)
+        want = rescale(acc, mults, shifts, rounding, -7, -128, 127)
+        oh, ow = acc.shape[1:3]
+        fields = [c, -(-c // 64), 10 * 32 if per_channel else 0, 3, 3, *hw, oh, ow, *stride, *dilation, pad[0], pad[2],
+                  izp, pad_value, int(rounding == "double_round"), -7, -128, 127]
+        params = (f"{prog.array('int16_t', layouts.dw_w16(w.reshape(9, c)))}, "
+                  f"{prog.array('int32_t', layouts.dw_starts(bias))}, "
+                  f"{_rq_vectors(prog, mults, shifts, rounding, 2 * layouts.LANES)}, {', '.join(map(str, fields))}")
+        prog.check(f"  static const qc_hvx_dw_params pd = {{{params}}};\n  int8_t r[{acc.size}];\n"
+                   f"  qc_hvx_dw_rq_s8(&pd, {prog.array('int8_t', x)}, r);", "r", want)
+
+
 def _run(prog: KernelProgram, workdir: Path) -> np.ndarray:
     runtime = data_path("runtime")
     for header in ("qc_minilibc.h", "hexagon/qc_hvx.h"):  # beside the source: part of the build's cache key
@@ -125,6 +186,8 @@ def test_kernels_against_the_numpy_primitives(tmp_path):
     _dot_cases(prog, rng)
     _depthwise_cases(prog, rng)
     _requant_cases(prog, rng)
+    _conv_rq_cases(prog, rng)
+    _dw_rq_cases(prog, rng)
     mismatches = prog.mismatches(_run(prog, tmp_path))
     assert mismatches == "", mismatches
 
