@@ -98,8 +98,22 @@ def _requant_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
                        f"    const HVX_Vector q = qc_hvx_requant(a, {rq} + 160 * b, {rnd}, Q6_V_vsplat_R({zp}), "
                        f"Q6_V_vsplat_R({lo}), Q6_V_vsplat_R({hi}));\n"
                        + ("    __builtin_memcpy(r + 32 * b, &q, 128);\n" if out == "int32_t" else
-                          f"    qc_hvx_store_h8(Q6_Vh_vpacke_VwVw(Q6_V_vzero(), q), r + {n} * b, {n}, 32);\n")
+                          f"    qc_hvx_store_h8(Q6_Vh_vpacke_VwVw(Q6_V_vzero(), q), r + {n} * b, {n});\n")
                        + "  }", "r", want)
+
+
+def _store_cases(prog: KernelProgram) -> None:
+    """qc_hvx_store_bytes writes y[0 .. n) only: 1, 19, 64 and 128 bytes at offsets within and across a 128-byte
+    boundary of a buffer of sentinels (99), every byte of which is then checked."""
+    want = np.full(512, 99)
+    stores = []
+    for at, n in ((0, 19), (1, 64), (120, 19), (127, 1), (200, 64), (300, 128)):
+        want[at:at + n] = np.arange(n) - 60
+        stores.append(f"  qc_hvx_store_bytes(v, r + {at}, {n});")
+    prog.check("  static int8_t r[512] __attribute__((aligned(128)));\n  HVX_Vector v;\n"
+               "  for (int32_t i = 0; i < 512; ++i) r[i] = 99;\n"
+               "  for (int32_t i = 0; i < 128; ++i) ((int8_t *)(void *)&v)[i] = (int8_t)(i - 60);\n"
+               + "\n".join(stores), "r", want)
 
 
 def _scales(rng: np.random.Generator, channels: int, per_channel: bool, rounding: str) -> tuple[list, list]:
@@ -186,6 +200,7 @@ def test_kernels_against_the_numpy_primitives(tmp_path):
     _dot_cases(prog, rng)
     _depthwise_cases(prog, rng)
     _requant_cases(prog, rng)
+    _store_cases(prog)
     _conv_rq_cases(prog, rng)
     _dw_rq_cases(prog, rng)
     mismatches = prog.mismatches(_run(prog, tmp_path))

@@ -102,20 +102,25 @@ static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_requant(H
   return Q6_Vw_vmin_VwVw(Q6_Vw_vmax_VwVw(Q6_Vw_vadd_VwVw_sat(y, zp), lo), hi);
 }
 
-/* Stores the int8 values of the halfword lanes 0 .. n - 1 of h (each within int8; n <= full, full 32 or 64) at y:
-   narrowed by VPACKE (the low byte of each halfword: lane i -> byte i), written through a stack vector (HVX stores
-   whole vectors; y is any address). */
-static inline __attribute__((always_inline, unused)) void qc_hvx_store_h8(HVX_Vector h, int8_t *y, int32_t n,
-                                                                          const int32_t full) {
-  HVX_Vector bytes = Q6_Vb_vpacke_VhVh(Q6_V_vzero(), h);
-  if (n == full) {
-    __builtin_memcpy(y, &bytes, (unsigned)full);
+/* Stores bytes 0 .. n - 1 of v at y (1 <= n <= 128): rotated by VLALIGN to y's offset in its aligned 128-byte
+   vector, then written by one or two byte-masked aligned stores (vmem with a predicate of the bytes y .. y + n - 1
+   in that vector and the next): only y[0 .. n) is written. */
+static inline __attribute__((always_inline, unused)) void qc_hvx_store_bytes(HVX_Vector v, int8_t *y, int32_t n) {
+  const int32_t off = (int32_t)((uintptr_t)y & 127u), end = off + n;
+  HVX_Vector *base = (HVX_Vector *)(uintptr_t)((uintptr_t)y - (uintptr_t)off);
+  const HVX_Vector r = Q6_V_vlalign_VVR(v, v, off);
+  if (end <= 128) {
+    Q6_vmem_QRIV(Q6_Q_and_QQn(Q6_Q_vsetq2_R(end), Q6_Q_vsetq_R(off)), base, r);
   } else {
-    const int8_t *b = (const int8_t *)(const void *)&bytes;
-    for (int32_t i = 0; i < n; ++i) {
-      y[i] = b[i];
-    }
+    Q6_vmem_QRIV(Q6_Q_not_Q(Q6_Q_vsetq_R(off)), base, r);
+    Q6_vmem_QRIV(Q6_Q_vsetq_R(end - 128), base + 1, r);
   }
+}
+
+/* Stores the int8 values of the halfword lanes 0 .. n - 1 of h (each within int8) at y: narrowed by VPACKE (the
+   low byte of each halfword: lane i -> byte i). */
+static inline __attribute__((always_inline, unused)) void qc_hvx_store_h8(HVX_Vector h, int8_t *y, int32_t n) {
+  qc_hvx_store_bytes(Q6_Vb_vpacke_VhVh(Q6_V_vzero(), h), y, n);
 }
 
 /* A CONV2D step with an int8 requantized output, for qc_hvx_conv_rq_s8: w (rows32), start (the accumulators'
@@ -131,8 +136,9 @@ typedef struct {
 /* y[r] = the requantized start[r] + the sum of x[i] * w[r][i] (qc_hvx_dot_block, qc_hvx_requant) for the rows
    r < rows of one pixel. The int32 lanes add modulo 2^32: the exact accumulator fits int32 (range analysis), so
    the modular sum is it. One function for every step (not inline): a call per pixel. */
-static __attribute__((noinline, unused)) void qc_hvx_conv_rq_s8(const qc_hvx_conv_params *p, const int8_t *x,
-                                                                int8_t *y) {
+static __attribute__((noinline, unused)) void qc_hvx_conv_rq_s8(const qc_hvx_conv_params *params,
+                                                                const int8_t *x, int8_t *y) {
+  const qc_hvx_conv_params copy = *params, *p = &copy; /* not reloaded after each store through the int8_t *y */
   const int32_t words = p->k / 4, tail = p->k % 4, stride = (p->k + 3) / 4;
   const int32_t last = qc_hvx_word(x + 4 * words, tail);
   const HVX_Vector zp = Q6_V_vsplat_R(p->zp), lo = Q6_V_vsplat_R(p->lo), hi = Q6_V_vsplat_R(p->hi);
@@ -142,7 +148,7 @@ static __attribute__((noinline, unused)) void qc_hvx_conv_rq_s8(const qc_hvx_con
                                             tail, last);
     const int32_t n = p->rows - 32 * b;
     const HVX_Vector q = qc_hvx_requant(acc, p->rq + p->rq_stride * b, p->rnd, zp, lo, hi);
-    qc_hvx_store_h8(Q6_Vh_vpacke_VwVw(Q6_V_vzero(), q), y + 32 * b, n < 32 ? n : 32, 32);
+    qc_hvx_store_h8(Q6_Vh_vpacke_VwVw(Q6_V_vzero(), q), y + 32 * b, n < 32 ? n : 32);
   }
 }
 
@@ -206,8 +212,9 @@ typedef struct {
    modulo 2^32 (the exact accumulator fits int32: range analysis). Both vectors are requantized (qc_hvx_requant),
    put back in channel order by VSHUFFE (low halfwords, even then odd) and stored. One function for every step
    (not inline): a call per image. */
-static __attribute__((noinline, unused)) void qc_hvx_dw_rq_s8(const qc_hvx_dw_params *p, const int8_t *x,
+static __attribute__((noinline, unused)) void qc_hvx_dw_rq_s8(const qc_hvx_dw_params *params, const int8_t *x,
                                                               int8_t *y) {
+  const qc_hvx_dw_params copy = *params, *p = &copy; /* not reloaded after each store through the int8_t *y */
   const int32_t size = p->ih * p->iw * p->n, taps = p->kh * p->kw;
   const HVX_Vector zp = Q6_V_vsplat_R(p->zp), lo = Q6_V_vsplat_R(p->lo), hi = Q6_V_vsplat_R(p->hi);
   const HVX_Vector izp = Q6_Vh_vsplat_R(p->izp), pad = Q6_Vb_vsplat_R(p->pad);
@@ -234,7 +241,7 @@ static __attribute__((noinline, unused)) void qc_hvx_dw_rq_s8(const qc_hvx_dw_pa
         const HVX_Vector even = qc_hvx_requant(Q6_V_lo_W(acc), rq, p->rnd, zp, lo, hi);
         const HVX_Vector odd = qc_hvx_requant(Q6_V_hi_W(acc), rq + 5 * 32, p->rnd, zp, lo, hi);
         const int32_t m = p->n - 64 * b;
-        qc_hvx_store_h8(Q6_Vh_vshuffe_VhVh(odd, even), yp + 64 * b, m < 64 ? m : 64, 64);
+        qc_hvx_store_h8(Q6_Vh_vshuffe_VhVh(odd, even), yp + 64 * b, m < 64 ? m : 64);
       }
     }
   }
