@@ -123,11 +123,14 @@ def _scales(rng: np.random.Generator, channels: int, per_channel: bool, rounding
     return (rng.integers(1 << 30, 1 << 31, count).tolist(), rng.integers(40, 45, count).tolist())
 
 
-def _rq_vectors(prog: KernelProgram, mults: list, shifts: list, rounding: str, lanes: int) -> str:
-    """The kernel's requantization vectors: one set (per tensor, repeated over `lanes`) or per channel."""
+def _rq_vectors(prog: KernelProgram, mults: list, shifts: list, rounding: str, lanes: int, copies: int = 1) -> str:
+    """The kernel's requantization vectors: one set (per tensor, repeated over `lanes`) or per channel (depthwise:
+    `copies` pixels a block)."""
+    away = rounding == "double_round"
     m, s = (np.resize(mults, lanes), np.resize(shifts, lanes)) if len(mults) == 1 else (mults, shifts)
-    fn = layouts.rq32 if lanes == layouts.LANES else layouts.dw_rq
-    return prog.array("int32_t", fn(np.asarray(m), np.asarray(s), rounding == "double_round"))
+    if lanes == layouts.LANES:
+        return prog.array("int32_t", layouts.rq32(np.asarray(m), np.asarray(s), away))
+    return prog.array("int32_t", layouts.dw_rq(np.asarray(m), np.asarray(s), away, copies if len(mults) > 1 else 1))
 
 
 def _conv_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
@@ -155,12 +158,17 @@ def _conv_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
 def _dw_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
     """qc_hvx_dw_rq_s8 over whole images against the numpy DEPTHWISE_CONV2D then RESCALE: 8 channels (a block mostly
     padding), 40, 72 (a last partial block) and 130; padding on every side (reading the input zero point, or
-    another value), strides 2, dilation 2, per channel and per tensor scales, double and single rounding."""
-    for c, hw, stride, pad, dilation, izp, pad_value, per_channel, rounding in (
-            (8, (6, 7), (1, 1), (1, 1, 1, 1), (1, 1), -128, -128, True, "double_round"),
-            (40, (7, 6), (2, 2), (1, 1, 0, 1), (1, 1), 5, 5, False, "double_round"),
-            (72, (6, 6), (1, 2), (2, 1, 1, 2), (2, 2), 0, -128, True, "single_round"),
-            (130, (4, 5), (1, 1), (0, 0, 0, 0), (1, 1), -1, -1, True, "double_round")):
+    another value), strides 2, dilation 2, per channel and per tensor scales, double and single rounding; 8, 16
+    and 32 channels also 8, 4 and 2 pixels a block (copies, stride 1: groups across the borders, a last shorter
+    group)."""
+    for c, copies, hw, stride, pad, dilation, izp, pad_value, per_channel, rounding in (
+            (8, 1, (6, 7), (1, 1), (1, 1, 1, 1), (1, 1), -128, -128, True, "double_round"),
+            (8, 8, (6, 13), (1, 1), (1, 1, 1, 1), (1, 1), -128, -128, True, "double_round"),
+            (16, 4, (5, 9), (1, 1), (0, 2, 2, 0), (2, 2), 3, -128, False, "single_round"),
+            (32, 2, (3, 6), (2, 1), (1, 1, 1, 1), (1, 1), -128, -128, True, "double_round"),
+            (40, 1, (7, 6), (2, 2), (1, 1, 0, 1), (1, 1), 5, 5, False, "double_round"),
+            (72, 1, (6, 6), (1, 2), (2, 1, 1, 2), (2, 2), 0, -128, True, "single_round"),
+            (130, 1, (4, 5), (1, 1), (0, 0, 0, 0), (1, 1), -1, -1, True, "double_round")):
         x = rng.integers(-128, 128, (1, *hw, c))
         w = rng.integers(-128, 128, (3, 3, c))
         bias = rng.integers(-(1 << 16), 1 << 16, c)
@@ -168,11 +176,12 @@ def _dw_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
         acc = depthwise_accumulators(x, w, bias, izp, stride, pad, dilation, pad_value)
         want = rescale(acc, mults, shifts, rounding, -7, -128, 127)
         oh, ow = acc.shape[1:3]
-        fields = [c, -(-c // 64), 10 * 32 if per_channel else 0, 3, 3, *hw, oh, ow, *stride, *dilation, pad[0], pad[2],
-                  izp, pad_value, int(rounding == "double_round"), -7, -128, 127]
-        params = (f"{prog.array('int16_t', layouts.dw_w16(w.reshape(9, c)))}, "
-                  f"{prog.array('int32_t', layouts.dw_starts(bias))}, "
-                  f"{_rq_vectors(prog, mults, shifts, rounding, 2 * layouts.LANES)}, {', '.join(map(str, fields))}")
+        fields = [c, -(-c * copies // 64), copies, 10 * 32 if per_channel else 0, 3, 3, *hw, oh, ow, *stride,
+                  *dilation, pad[0], pad[2], izp, pad_value, int(rounding == "double_round"), -7, -128, 127]
+        params = (f"{prog.array('int16_t', layouts.dw_w16(w.reshape(9, c), copies))}, "
+                  f"{prog.array('int32_t', layouts.dw_starts(bias, copies))}, "
+                  f"{_rq_vectors(prog, mults, shifts, rounding, 2 * layouts.LANES, copies)}, "
+                  f"{', '.join(map(str, fields))}")
         prog.check(f"  static const qc_hvx_dw_params pd = {{{params}}};\n  int8_t r[{acc.size}];\n"
                    f"  qc_hvx_dw_rq_s8(&pd, {prog.array('int8_t', x)}, r);", "r", want)
 

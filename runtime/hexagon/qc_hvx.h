@@ -179,39 +179,45 @@ static inline __attribute__((unused)) void qc_hvx_dw_tap_s8(int32_t *acc, const 
   }
 }
 
-/* The 128 bytes at x, or (avail < 128 bytes left in the buffer) its first min(avail, 64) bytes then zeros: HVX loads
-   whole vectors, and a load must not read past the buffer. */
-static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_load_s8(const int8_t *x, int32_t avail) {
+/* The 128 bytes at x when avail >= 128 bytes are left in the buffer, else its first need bytes (need <= avail)
+   then zeros, byte by byte: HVX loads whole vectors, and a load must not read past the buffer. */
+static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_load_s8(const int8_t *x, int32_t avail,
+                                                                               int32_t need) {
   if (avail >= 128) {
     return *(const qc_hvx_uvec *)(const void *)x;
   }
   HVX_Vector v = Q6_V_vzero();
-  __builtin_memcpy(&v, x, (unsigned)(avail < 64 ? avail : 64));
+  int8_t *b = (int8_t *)(void *)&v;
+  for (int32_t i = 0; i < need; ++i) {
+    b[i] = x[i];
+  }
   return v;
 }
 
-/* A DEPTHWISE_CONV2D step (multiplier 1) with int8 requantized outputs, for qc_hvx_dw_rq_s8 (qcodegen/kernels/hvx/layouts.py dw_w16, dw_starts, dw_rq): w (per
-   block of 64 channels, per tap ky * kw + kx, the 64 weights as int16, zeros past the last channel), start (per
-   block, the biases of its 32 even channels, then of its 32 odd ones), rq (per block, qc_hvx_requant's vectors of
-   the even channels, then of the odd ones; rq_stride 0: one pair for every block), the channels n, blocks, the
-   window (kernel kh x kw over an ih x iw input, oh x ow outputs, strides sy, sx, dilations dy, dx, padding top pt,
-   left pl), the input zero point izp, the value pad that padding taps read, and rnd, zp, lo, hi of the
-   requantization. */
+/* A DEPTHWISE_CONV2D step (multiplier 1) with int8 requantized outputs, for qc_hvx_dw_rq_s8
+   (qcodegen/kernels/hvx/layouts.py dw_w16, dw_starts, dw_rq): w (per block of 64 lanes, per tap ky * kw + kx, the
+   64 weights as int16, zeros past the last channel), start (per block, the biases of its 32 even lanes, then of
+   its 32 odd ones), rq (per block, qc_hvx_requant's vectors of the even lanes, then of the odd ones; rq_stride 0:
+   one pair for every block), the channels n, blocks, copies (pixels a block: 1, or 64 / n for n < 64 dividing 64
+   with stride sx 1, one block, whose lanes hold the channels `copies` times), the window (kernel kh x kw over an
+   ih x iw input, oh x ow outputs, strides sy, sx, dilations dy, dx, padding top pt, left pl), the input zero point
+   izp, the value pad that padding taps read, and rnd, zp, lo, hi of the requantization. */
 typedef struct {
   const int16_t *w;
   const int32_t *start;
   const int32_t *rq;
-  int32_t n, blocks, rq_stride, kh, kw, ih, iw, oh, ow, sy, sx, dy, dx, pt, pl, izp, pad, rnd, zp, lo, hi;
+  int32_t n, blocks, copies, rq_stride, kh, kw, ih, iw, oh, ow, sy, sx, dy, dx, pt, pl, izp, pad, rnd, zp, lo, hi;
 } qc_hvx_dw_params;
 
-/* The whole step over one image: per output pixel and block of 64 channels, the int32 accumulators of the even
-   channels and of the odd ones (a vector pair) start from the biases, and each tap adds its products: the 64 int8
-   inputs (pad for a tap outside the input) widened in order to int16 (VUNPACK), minus izp (|x - izp| <= 255),
-   times the int16 weights
-   by VMPY:acc (Vxx.w += Vu.h * Vv.h: halfword 2i into the even vector's lane i, 2i + 1 into the odd one's),
-   modulo 2^32 (the exact accumulator fits int32: range analysis). Both vectors are requantized (qc_hvx_requant),
-   put back in channel order by VSHUFFE (low halfwords, even then odd) and stored. One function for every step
-   (not inline): a call per image. */
+/* The whole step over one image: per group of `copies` output pixels of a row (the last may be shorter) and
+   block of 64 lanes, the int32 accumulators of the even lanes and of the odd ones (a vector pair) start from the
+   biases, and each tap adds its products: the 64 int8 inputs (stride 1: the group's pixels' channels are
+   contiguous; pad for a tap outside the input, gathered pixel by pixel for a group across the left or right
+   border) widened in order to int16 (VUNPACK), minus izp (|x - izp| <= 255), times the int16 weights by VMPY:acc
+   (Vxx.w += Vu.h * Vv.h: halfword 2i into the even vector's lane i, 2i + 1 into the odd one's), modulo 2^32 (the
+   exact accumulator fits int32: range analysis). Both vectors are requantized (qc_hvx_requant), put back in lane
+   order by VSHUFFE (low halfwords, even then odd) and the group's bytes stored (lanes past it are not). One
+   function for every step (not inline): a call per image. */
 static __attribute__((noinline, unused)) void qc_hvx_dw_rq_s8(const qc_hvx_dw_params *params, const int8_t *x,
                                                               int8_t *y) {
   const qc_hvx_dw_params copy = *params, *p = &copy; /* not reloaded after each store through the int8_t *y */
@@ -220,19 +226,29 @@ static __attribute__((noinline, unused)) void qc_hvx_dw_rq_s8(const qc_hvx_dw_pa
   const HVX_Vector izp = Q6_Vh_vsplat_R(p->izp), pad = Q6_Vb_vsplat_R(p->pad);
   for (int32_t oy = 0; oy < p->oh; ++oy) {
     const int32_t iy0 = oy * p->sy - p->pt;
-    for (int32_t ox = 0; ox < p->ow; ++ox) {
-      const int32_t ix0 = ox * p->sx - p->pl;
+    for (int32_t ox = 0; ox < p->ow; ox += p->copies) {
+      const int32_t ix0 = ox * p->sx - p->pl, cnt = p->ow - ox < p->copies ? p->ow - ox : p->copies;
       int8_t *yp = y + (oy * p->ow + ox) * p->n;
       for (int32_t b = 0; b < p->blocks; ++b) {
+        const int32_t m = cnt * p->n - 64 * b < 64 ? cnt * p->n - 64 * b : 64;
         const qc_hvx_uvec *s = (const qc_hvx_uvec *)(const void *)(p->start + 64 * b);
         const qc_hvx_uvec *w = (const qc_hvx_uvec *)(const void *)(p->w + 64 * taps * b);
         HVX_VectorPair acc = Q6_W_vcombine_VV(s[1], s[0]);
         for (int32_t ky = 0; ky < p->kh; ++ky) {
-          const int32_t iy = iy0 + ky * p->dy;
+          const int32_t iy = iy0 + ky * p->dy, row = iy >= 0 && iy < p->ih;
           for (int32_t kx = 0; kx < p->kw; ++kx) {
             const int32_t ix = ix0 + kx * p->dx, off = (iy * p->iw + ix) * p->n + 64 * b;
-            const int32_t inside = iy >= 0 && iy < p->ih && ix >= 0 && ix < p->iw;
-            const HVX_Vector xv = inside ? qc_hvx_load_s8(x + off, size - off) : pad;
+            HVX_Vector xv = pad;
+            if (row && ix >= 0 && ix + cnt <= p->iw) {
+              xv = qc_hvx_load_s8(x + off, size - off, m);
+            } else if (row) { /* a group of pixels across the border: its in-bounds pixels byte by byte */
+              int8_t *v = (int8_t *)(void *)&xv;
+              for (int32_t j = 0; j < cnt; ++j) {
+                for (int32_t c = 0; ix + j >= 0 && ix + j < p->iw && c < p->n; ++c) {
+                  v[j * p->n + c] = x[off + j * p->n + c];
+                }
+              }
+            }
             const HVX_Vector xh = Q6_Vh_vsub_VhVh(Q6_V_lo_W(Q6_Wh_vunpack_Vb(xv)), izp);
             acc = Q6_Ww_vmpyacc_WwVhVh(acc, xh, w[ky * p->kw + kx]);
           }
@@ -240,8 +256,7 @@ static __attribute__((noinline, unused)) void qc_hvx_dw_rq_s8(const qc_hvx_dw_pa
         const int32_t *rq = p->rq + p->rq_stride * b;
         const HVX_Vector even = qc_hvx_requant(Q6_V_lo_W(acc), rq, p->rnd, zp, lo, hi);
         const HVX_Vector odd = qc_hvx_requant(Q6_V_hi_W(acc), rq + 5 * 32, p->rnd, zp, lo, hi);
-        const int32_t m = p->n - 64 * b;
-        qc_hvx_store_h8(Q6_Vh_vshuffe_VhVh(odd, even), yp + 64 * b, m < 64 ? m : 64);
+        qc_hvx_store_h8(Q6_Vh_vshuffe_VhVh(odd, even), yp + 64 * b, m);
       }
     }
   }

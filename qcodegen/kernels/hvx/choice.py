@@ -62,6 +62,7 @@ class DepthwiseRq:
 
     n: int
     blocks: int
+    copies: int
     rq_stride: int
     kh: int
     kw: int
@@ -163,18 +164,24 @@ def _depthwise_rq(c: ConvStep, names: ArrayNames) -> KernelChoice | None:
             and c.bias_abs_max is not None):
         return None
     rq = c.rq
+    # pixels a block: channels that divide 64 with stride 1 fill the 64 lanes with neighbouring pixels
+    copies = layouts.DW_BLOCK // c.rows if c.rows < layouts.DW_BLOCK and layouts.DW_BLOCK % c.rows == 0 \
+        and g.sx == 1 else 1
     chans = 2 * layouts.LANES if not rq.per_channel else c.rows
     mults = np.broadcast_to(np.asarray(rq.multipliers, np.int64), (chans,))
     shifts = np.broadcast_to(np.asarray(rq.shifts, np.int64), (chans,))
     away = rq.fn != "qc_scale32_single"
-    arrays = {"w16": step_array(names, "dw_w16", layouts.dw_w16(c.weight_rows())),
-              "starts": step_array(names, "dw_starts", layouts.dw_starts(c.bias_per_row())),
-              "rq": step_array(names, "dw_rq", layouts.dw_rq(mults, shifts, away))}
-    blocks = -(-c.rows // layouts.DW_BLOCK)
-    params = DepthwiseRq(c.rows, blocks, 10 * layouts.LANES if rq.per_channel else 0, g.kh, g.kw, g.ih, g.iw, g.oh,
-                         g.ow, g.sy, g.sx, g.dy, g.dx, g.pt, g.pl, c.izp, c.pad_value, rnd, rq.output_zp, rq.lo, rq.hi)
+    tile = copies if rq.per_channel else 1
+    arrays = {"w16": step_array(names, "dw_w16", layouts.dw_w16(c.weight_rows(), copies)),
+              "starts": step_array(names, "dw_starts", layouts.dw_starts(c.bias_per_row(), copies)),
+              "rq": step_array(names, "dw_rq", layouts.dw_rq(mults, shifts, away, tile))}
+    blocks = -(-c.rows * copies // layouts.DW_BLOCK)
+    params = DepthwiseRq(c.rows, blocks, copies, 10 * layouts.LANES if rq.per_channel else 0, g.kh, g.kw, g.ih,
+                         g.iw, g.oh, g.ow, g.sy, g.sx, g.dy, g.dx, g.pt, g.pl, c.izp, c.pad_value, rnd, rq.output_zp,
+                         rq.lo, rq.hi)
+    pixels = f"{copies} pixel{'s' if copies > 1 else ''} a block"
     return KernelChoice("qc_hvx_dw_rq_s8", f"int8 x int8, weight zero point 0, multiplier 1, constant weights and "
-                        f"bias, {blocks} blocks of 64 channels, int8 outputs requantized in vectors "
+                        f"bias, {blocks} blocks of 64 lanes ({pixels}), int8 outputs requantized in vectors "
                         f"({'double' if away else 'single'} rounding, shifts 31..62)", layout="dw_w16",
                         form="dw_rq", arrays=arrays, params=params, unread=frozenset({1, 2}),
                         step_constants=False, files=FILES)

@@ -47,28 +47,29 @@ def rq32(multipliers: np.ndarray, shifts: np.ndarray, away: bool) -> np.ndarray:
 DW_BLOCK = 64  # channels of a qc_hvx_dw_rq_s8 block: 64 int16 products a vector
 
 
-def _even_odd(values: np.ndarray, fill: int) -> np.ndarray:
-    """Per-channel values padded with `fill` to whole blocks of 64, as [block, parity, 32]: channel
-    64 b + 2 i + parity."""
-    v = np.asarray(values, np.int64)
+def _even_odd(values: np.ndarray, fill: int, copies: int) -> np.ndarray:
+    """Per-channel values repeated `copies` times (pixels a block), padded with `fill` to whole blocks of 64 lanes,
+    as [block, parity, 32]: lane 64 b + 2 i + parity."""
+    v = np.tile(np.asarray(values, np.int64), copies)
     v = np.pad(v, (0, -v.size % DW_BLOCK), constant_values=fill)
     return v.reshape(-1, LANES, 2).transpose(0, 2, 1)
 
 
-def dw_w16(taps: np.ndarray) -> np.ndarray:
-    """Depthwise weights [taps, channels] (multiplier 1) as qc_hvx_dw_rq_s8 reads them: per block of 64 channels,
-    per tap, the 64 weights as int16 (zeros past the last channel)."""
-    t, c = taps.shape
-    w = np.pad(np.asarray(taps, np.int64), ((0, 0), (0, -c % DW_BLOCK)))
+def dw_w16(taps: np.ndarray, copies: int = 1) -> np.ndarray:
+    """Depthwise weights [taps, channels] (multiplier 1) as qc_hvx_dw_rq_s8 reads them: per block of 64 lanes (the
+    channels repeated `copies` times), per tap, the 64 weights as int16 (zeros past the last lane)."""
+    w = np.tile(np.asarray(taps, np.int64), copies)
+    t, c = w.shape
+    w = np.pad(w, ((0, 0), (0, -c % DW_BLOCK)))
     return w.reshape(t, -1, DW_BLOCK).transpose(1, 0, 2).reshape(-1).astype(np.int16)
 
 
-def dw_starts(bias: np.ndarray) -> np.ndarray:
-    """The biases per block of 64 channels: the 32 even channels', then the 32 odd ones' (qc_hvx_dw_rq_s8)."""
-    return _even_odd(bias, 0).reshape(-1).astype(np.int32)
+def dw_starts(bias: np.ndarray, copies: int = 1) -> np.ndarray:
+    """The biases per block of 64 lanes: the 32 even lanes', then the 32 odd ones' (qc_hvx_dw_rq_s8)."""
+    return _even_odd(bias, 0, copies).reshape(-1).astype(np.int32)
 
 
-def dw_rq(multipliers: np.ndarray, shifts: np.ndarray, away: bool) -> np.ndarray:
-    """rq32 per block of 64 channels: the even channels' 5 vectors, then the odd ones' (qc_hvx_dw_rq_s8)."""
-    m, s = _even_odd(multipliers, 0), _even_odd(shifts, 31)
+def dw_rq(multipliers: np.ndarray, shifts: np.ndarray, away: bool, copies: int = 1) -> np.ndarray:
+    """rq32 per block of 64 lanes: the even lanes' 5 vectors, then the odd ones' (qc_hvx_dw_rq_s8)."""
+    m, s = _even_odd(multipliers, 0, copies), _even_odd(shifts, 31, copies)
     return np.concatenate([rq32(m[b, parity], s[b, parity], away) for b in range(m.shape[0]) for parity in (0, 1)])
