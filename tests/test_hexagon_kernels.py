@@ -233,7 +233,7 @@ def test_conv_choices():
     """FUSED_CONV to int8: conv_rq (starts = bias - izp x the row sums, one requantization set for a per-tensor
     scale), depthwise of 8 channels: dw_rq; int32 outputs: VRMPY rows (fewer than 32 rows padded; the int8 weights
     unread, the zero-point terms izp x the row sums), depthwise of 32: dw_tap, of 8: the portable loops; weight zero
-    point not 0: the portable loops."""
+    point not 0: the portable loops; weight layout "fast": the conv kernel's _inline form."""
     rng = np.random.default_rng(0)
     w = rng.integers(-128, 128, (32, 1, 1, 8)).astype(np.int8)
     px = dict(x_shape=(1, 2, 3, 8), y_shape=(1, 2, 3, 32), w=w, bias=np.arange(32))
@@ -258,3 +258,6 @@ def test_conv_choices():
         got = _choice(conv_schedule("DEPTHWISE_CONV2D", x_shape=(1, 4, 4, c), y_shape=(1, 2, 2, c), w=dw,
                                     bias=np.zeros(c), y_dtype=y_dtype))
         assert got.kernel == kernel
+    fast = load_target("hexagon-hvx", "fast")
+    assert plan_kernels(conv_schedule("CONV2D", **px), fast, "m").steps[-1].choice.params.fn == \
+        "qc_hvx_conv_rq_s8_inline"

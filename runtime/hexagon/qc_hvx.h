@@ -1,12 +1,15 @@
 /* qc_hvx.h: qcodegen's int8 kernels for Hexagon with HVX in 128-byte mode (target hexagon-hvx; clang 14's
  * hexagon_types.h / hexagon_protos.h intrinsics, -mhvx -mhvx-length=128b). Which kernel a step runs is decided at
- * generation time (qcodegen/kernels/hvx/; docs/targets.md "Hexagon"). The kernels are static inline functions of
- * this header, called by the generated steps with constant arguments, so that the compiler specializes them per step.
+ * generation time (qcodegen/kernels/hvx/; docs/targets.md "Hexagon"), its constants laid out then
+ * (qcodegen/kernels/hvx/layouts.py).
  *
- * qc_hvx_dot_rows32_s8: the dot products of an input row with weight rows laid out 32 rows to a vector
- * (qcodegen/kernels/hvx/layouts.py rows32): VRMPY (Q6_Vw_vrmpyacc_VwVbVb), four int8 x int8 products summed into
- * each of 32 int32 lanes per instruction; qc_hvx_dw_tap_s8: one tap of a depthwise convolution over its channels,
- * 64 a vector of int16 products. C99; -Wall -Wextra -Werror -pedantic clean.
+ * qc_hvx_conv_rq_s8 (a CONV2D pixel: VRMPY dot products, 32 weight rows a vector, requantized in vectors by
+ * qc_hvx_requant and stored as int8) and qc_hvx_dw_rq_s8 (a whole DEPTHWISE_CONV2D image: int16 products
+ * accumulated by VMPY into 64 lanes, requantized in vectors) take a constant params struct per step: not inlined
+ * (one copy per model: weight layout "compact"), or their _inline forms, specialized per step by the compiler
+ * (weight layout "fast": more .text, fewer instructions).
+ * qc_hvx_dot_rows32_s8 (int32 sums, the step stores them) and qc_hvx_dw_tap_s8 (one depthwise tap of the portable
+ * loops) serve the steps without an int8 requantized output. C99; -Wall -Wextra -Werror -pedantic clean.
  * SPDX-License-Identifier: Apache-2.0 */
 #ifndef QC_HVX_H
 #define QC_HVX_H
@@ -135,9 +138,9 @@ typedef struct {
 
 /* y[r] = the requantized start[r] + the sum of x[i] * w[r][i] (qc_hvx_dot_block, qc_hvx_requant) for the rows
    r < rows of one pixel. The int32 lanes add modulo 2^32: the exact accumulator fits int32 (range analysis), so
-   the modular sum is it. One function for every step (not inline): a call per pixel. */
-static __attribute__((noinline, unused)) void qc_hvx_conv_rq_s8(const qc_hvx_conv_params *params,
-                                                                const int8_t *x, int8_t *y) {
+   the modular sum is it. Specialized per step when inlined with constant params (weight layout "fast"). */
+static inline __attribute__((always_inline, unused)) void
+qc_hvx_conv_rq_s8_inline(const qc_hvx_conv_params *params, const int8_t *x, int8_t *y) {
   const qc_hvx_conv_params copy = *params, *p = &copy; /* not reloaded after each store through the int8_t *y */
   const int32_t words = p->k / 4, tail = p->k % 4, stride = (p->k + 3) / 4;
   const int32_t last = qc_hvx_word(x + 4 * words, tail);
@@ -150,6 +153,12 @@ static __attribute__((noinline, unused)) void qc_hvx_conv_rq_s8(const qc_hvx_con
     const HVX_Vector q = qc_hvx_requant(acc, p->rq + p->rq_stride * b, p->rnd, zp, lo, hi);
     qc_hvx_store_h8(Q6_Vh_vpacke_VwVw(Q6_V_vzero(), q), y + 32 * b, n < 32 ? n : 32);
   }
+}
+
+/* qc_hvx_conv_rq_s8_inline shared by the steps of a model (weight layout "compact": one copy, a call per pixel). */
+static __attribute__((noinline, unused)) void qc_hvx_conv_rq_s8(const qc_hvx_conv_params *params,
+                                                                const int8_t *x, int8_t *y) {
+  qc_hvx_conv_rq_s8_inline(params, x, y);
 }
 
 /* acc[c] += (x[c] - izp) * w[c] for the n channels c of one depthwise tap (n a multiple of 32; acc: the pixel's
@@ -216,10 +225,10 @@ typedef struct {
    border) widened in order to int16 (VUNPACK), minus izp (|x - izp| <= 255), times the int16 weights by VMPY:acc
    (Vxx.w += Vu.h * Vv.h: halfword 2i into the even vector's lane i, 2i + 1 into the odd one's), modulo 2^32 (the
    exact accumulator fits int32: range analysis). Both vectors are requantized (qc_hvx_requant), put back in lane
-   order by VSHUFFE (low halfwords, even then odd) and the group's bytes stored (lanes past it are not). One
-   function for every step (not inline): a call per image. */
-static __attribute__((noinline, unused)) void qc_hvx_dw_rq_s8(const qc_hvx_dw_params *params, const int8_t *x,
-                                                              int8_t *y) {
+   order by VSHUFFE (low halfwords, even then odd) and the group's bytes stored (lanes past it are not).
+   Specialized per step when inlined with constant params (weight layout "fast"). */
+static inline __attribute__((always_inline, unused)) void
+qc_hvx_dw_rq_s8_inline(const qc_hvx_dw_params *params, const int8_t *x, int8_t *y) {
   const qc_hvx_dw_params copy = *params, *p = &copy; /* not reloaded after each store through the int8_t *y */
   const int32_t size = p->ih * p->iw * p->n, taps = p->kh * p->kw;
   const HVX_Vector zp = Q6_V_vsplat_R(p->zp), lo = Q6_V_vsplat_R(p->lo), hi = Q6_V_vsplat_R(p->hi);
@@ -260,6 +269,12 @@ static __attribute__((noinline, unused)) void qc_hvx_dw_rq_s8(const qc_hvx_dw_pa
       }
     }
   }
+}
+
+/* qc_hvx_dw_rq_s8_inline shared by the steps of a model (weight layout "compact": one copy, a call per image). */
+static __attribute__((noinline, unused)) void qc_hvx_dw_rq_s8(const qc_hvx_dw_params *params,
+                                                              const int8_t *x, int8_t *y) {
+  qc_hvx_dw_rq_s8_inline(params, x, y);
 }
 
 #endif
