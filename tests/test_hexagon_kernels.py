@@ -133,10 +133,14 @@ def _rq_vectors(prog: KernelProgram, mults: list, shifts: list, rounding: str, l
     return prog.array("int32_t", layouts.dw_rq(np.asarray(m), np.asarray(s), away, copies if len(mults) > 1 else 1))
 
 
+# the shared kernels and their _inline forms (specialized per call site: weight layout "fast")
+KERNEL_FORMS = {kind: (f"qc_hvx_{kind}_rq_s8", f"qc_hvx_{kind}_rq_s8_inline") for kind in ("conv", "dw")}
+
+
 def _conv_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
-    """qc_hvx_conv_rq_s8 pixel by pixel against the numpy CONV2D then RESCALE: rows fewer than, a multiple of and
-    more than 32 (a last partial block), rows with a last partial word, per channel and per tensor scales, double
-    and single rounding, input zero points -128 and 7, a ReLU clamp."""
+    """qc_hvx_conv_rq_s8 (and its _inline form) pixel by pixel against the numpy CONV2D then RESCALE: rows fewer
+    than, a multiple of and more than 32 (a last partial block), rows with a last partial word, per channel and per
+    tensor scales, double and single rounding, input zero points -128 and 7, a ReLU clamp."""
     for rows, k, izp, per_channel, rounding, zp, lo in ((10, 3, -128, True, "double_round", -3, -128),
                                                         (40, 67, 7, False, "double_round", 2, 2),
                                                         (64, 130, -128, True, "single_round", -128, -128)):
@@ -150,17 +154,18 @@ def _conv_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
         params = (f"{prog.array('int8_t', layouts.rows32(w))}, {prog.array('int32_t', layouts.starts(bias, terms))}, "
                   f"{_rq_vectors(prog, mults, shifts, rounding, layouts.LANES)}, {k}, {blocks}, {rows}, "
                   f"{5 * 32 if per_channel else 0}, {int(rounding == 'double_round')}, {zp}, {lo}, 127")
-        prog.check(f"  static const qc_hvx_conv_params pc = {{{params}}};\n  int8_t r[{3 * rows}];\n"
-                   f"  for (int32_t p = 0; p < 3; ++p) qc_hvx_conv_rq_s8(&pc, {prog.array('int8_t', x)} + p * {k}, "
-                   f"r + p * {rows});", "r", want)
+        xs = prog.array('int8_t', x)
+        for fn in KERNEL_FORMS["conv"]:
+            prog.check(f"  static const qc_hvx_conv_params pc = {{{params}}};\n  int8_t r[{3 * rows}];\n"
+                       f"  for (int32_t p = 0; p < 3; ++p) {fn}(&pc, {xs} + p * {k}, r + p * {rows});", "r", want)
 
 
 def _dw_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
-    """qc_hvx_dw_rq_s8 over whole images against the numpy DEPTHWISE_CONV2D then RESCALE: 8 channels (a block mostly
-    padding), 40, 72 (a last partial block) and 130; padding on every side (reading the input zero point, or
-    another value), strides 2, dilation 2, per channel and per tensor scales, double and single rounding; 8, 16
-    and 32 channels also 8, 4 and 2 pixels a block (copies, stride 1: groups across the borders, a last shorter
-    group)."""
+    """qc_hvx_dw_rq_s8 (and its _inline form) over whole images against the numpy DEPTHWISE_CONV2D then RESCALE: 8
+    channels (a block mostly padding), 40, 72 (a last partial block) and 130; padding on every side (reading the
+    input zero point, or another value), strides 2, dilation 2, per channel and per tensor scales, double and single
+    rounding; 8, 16 and 32 channels also 8, 4 and 2 pixels a block (copies, stride 1: groups across the borders, a
+    last shorter group)."""
     for c, copies, hw, stride, pad, dilation, izp, pad_value, per_channel, rounding in (
             (8, 1, (6, 7), (1, 1), (1, 1, 1, 1), (1, 1), -128, -128, True, "double_round"),
             (8, 8, (6, 13), (1, 1), (1, 1, 1, 1), (1, 1), -128, -128, True, "double_round"),
@@ -182,8 +187,10 @@ def _dw_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
                   f"{prog.array('int32_t', layouts.dw_starts(bias, copies))}, "
                   f"{_rq_vectors(prog, mults, shifts, rounding, 2 * layouts.LANES, copies)}, "
                   f"{', '.join(map(str, fields))}")
-        prog.check(f"  static const qc_hvx_dw_params pd = {{{params}}};\n  int8_t r[{acc.size}];\n"
-                   f"  qc_hvx_dw_rq_s8(&pd, {prog.array('int8_t', x)}, r);", "r", want)
+        xs = prog.array('int8_t', x)
+        for fn in KERNEL_FORMS["dw"]:
+            prog.check(f"  static const qc_hvx_dw_params pd = {{{params}}};\n  int8_t r[{acc.size}];\n"
+                       f"  {fn}(&pd, {xs}, r);", "r", want)
 
 
 def _run(prog: KernelProgram, workdir: Path) -> np.ndarray:

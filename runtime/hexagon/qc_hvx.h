@@ -188,19 +188,39 @@ static inline __attribute__((unused)) void qc_hvx_dw_tap_s8(int32_t *acc, const 
   }
 }
 
-/* The 128 bytes at x when avail >= 128 bytes are left in the buffer, else its first need bytes (need <= avail)
-   then zeros, byte by byte: HVX loads whole vectors, and a load must not read past the buffer. */
-static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_load_s8(const int8_t *x, int32_t avail,
-                                                                               int32_t need) {
-  if (avail >= 128) {
-    return *(const qc_hvx_uvec *)(const void *)x;
+/* The vector pad with the int8 values of the pixels j < cnt of a group that are inside the input row (0 <= ix + j
+   < iw) at bytes j n .. j n + n - 1 (x + off: pixel 0's channels, only read where inside). This and
+   qc_hvx_load_tail_s8 fill a vector byte by byte through memory and are not inlined: inlined into the kernels
+   specialized per step (constant n), clang 14 gave wrong vectors (qc_hvx_dw_rq_s8_inline, 8 channels, one pixel a
+   block); both are rare paths (the borders, the end of the buffer). */
+static __attribute__((noinline, unused)) HVX_Vector qc_hvx_gather_s8(const int8_t *x, int32_t off, int32_t ix,
+                                                                     int32_t cnt, int32_t n, int32_t iw,
+                                                                     HVX_Vector pad) {
+  HVX_Vector v = pad;
+  int8_t *b = (int8_t *)(void *)&v;
+  for (int32_t j = 0; j < cnt; ++j) {
+    for (int32_t c = 0; ix + j >= 0 && ix + j < iw && c < n; ++c) {
+      b[j * n + c] = x[off + j * n + c];
+    }
   }
+  return v;
+}
+
+/* The first need bytes at x, then zeros. */
+static __attribute__((noinline, unused)) HVX_Vector qc_hvx_load_tail_s8(const int8_t *x, int32_t need) {
   HVX_Vector v = Q6_V_vzero();
   int8_t *b = (int8_t *)(void *)&v;
   for (int32_t i = 0; i < need; ++i) {
     b[i] = x[i];
   }
   return v;
+}
+
+/* The 128 bytes at x when avail >= 128 bytes are left in the buffer, else its first need bytes (need <= avail)
+   then zeros: HVX loads whole vectors, and a load must not read past the buffer. */
+static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_load_s8(const int8_t *x, int32_t avail,
+                                                                               int32_t need) {
+  return avail >= 128 ? *(const qc_hvx_uvec *)(const void *)x : qc_hvx_load_tail_s8(x, need);
 }
 
 /* A DEPTHWISE_CONV2D step (multiplier 1) with int8 requantized outputs, for qc_hvx_dw_rq_s8
@@ -250,13 +270,8 @@ qc_hvx_dw_rq_s8_inline(const qc_hvx_dw_params *params, const int8_t *x, int8_t *
             HVX_Vector xv = pad;
             if (row && ix >= 0 && ix + cnt <= p->iw) {
               xv = qc_hvx_load_s8(x + off, size - off, m);
-            } else if (row) { /* a group of pixels across the border: its in-bounds pixels byte by byte */
-              int8_t *v = (int8_t *)(void *)&xv;
-              for (int32_t j = 0; j < cnt; ++j) {
-                for (int32_t c = 0; ix + j >= 0 && ix + j < p->iw && c < p->n; ++c) {
-                  v[j * p->n + c] = x[off + j * p->n + c];
-                }
-              }
+            } else if (row) { /* a group of pixels across the left or right border */
+              xv = qc_hvx_gather_s8(x, off, ix, cnt, p->n, p->iw, pad);
             }
             const HVX_Vector xh = Q6_Vh_vsub_VhVh(Q6_V_lo_W(Q6_Wh_vunpack_Vb(xv)), izp);
             acc = Q6_Ww_vmpyacc_WwVhVh(acc, xh, w[ky * p->kw + kx]);
