@@ -137,6 +137,14 @@ def _rq_vectors(prog: KernelProgram, mults: list, shifts: list, rounding: str, l
 KERNEL_FORMS = {kind: (f"qc_hvx_{kind}_rq_s8", f"qc_hvx_{kind}_rq_s8_inline") for kind in ("conv", "dw")}
 
 
+def _check_forms(prog: KernelProgram, kind: str, params: str, want: np.ndarray, call) -> None:
+    """Both forms of kernel `kind` on the params struct q ({params}) by the C statement call(fn), int8 results in r
+    against `want`."""
+    for fn in KERNEL_FORMS[kind]:
+        prog.check(f"  static const qc_hvx_{kind}_params q = {{{params}}};\n  int8_t r[{want.size}];\n"
+                   f"  {call(fn)}", "r", want)
+
+
 def _conv_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
     """qc_hvx_conv_rq_s8 (and its _inline form) pixel by pixel against the numpy CONV2D then RESCALE: rows fewer
     than, a multiple of and more than 32 (a last partial block), rows with a last partial word, per channel and per
@@ -155,9 +163,9 @@ def _conv_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
                   f"{_rq_vectors(prog, mults, shifts, rounding, layouts.LANES)}, {k}, {blocks}, {rows}, "
                   f"{5 * 32 if per_channel else 0}, {int(rounding == 'double_round')}, {zp}, {lo}, 127")
         xs = prog.array('int8_t', x)
-        for fn in KERNEL_FORMS["conv"]:
-            prog.check(f"  static const qc_hvx_conv_params pc = {{{params}}};\n  int8_t r[{3 * rows}];\n"
-                       f"  for (int32_t p = 0; p < 3; ++p) {fn}(&pc, {xs} + p * {k}, r + p * {rows});", "r", want)
+        _check_forms(prog, "conv", params, want,
+                     lambda fn, xs=xs, k=k, rows=rows: f"for (int32_t p = 0; p < 3; ++p) {fn}(&q, {xs} + p * {k}, "
+                                                        f"r + p * {rows});")
 
 
 def _dw_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
@@ -188,9 +196,7 @@ def _dw_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
                   f"{_rq_vectors(prog, mults, shifts, rounding, 2 * layouts.LANES, copies)}, "
                   f"{', '.join(map(str, fields))}")
         xs = prog.array('int8_t', x)
-        for fn in KERNEL_FORMS["dw"]:
-            prog.check(f"  static const qc_hvx_dw_params pd = {{{params}}};\n  int8_t r[{acc.size}];\n"
-                       f"  {fn}(&pd, {xs}, r);", "r", want)
+        _check_forms(prog, "dw", params, want, lambda fn, xs=xs: f"{fn}(&q, {xs}, r);")
 
 
 def _run(prog: KernelProgram, workdir: Path) -> np.ndarray:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ir.schedule import StepIO
+from ...primitives.geometry import WindowLoops
 from ..conv import ConvStep, Requantization
 from ..generic import conv_or_portable, portable
 from ..layouts import row_sums
@@ -62,25 +63,14 @@ class ConvRq:
 class DepthwiseRq:
     """form "dw_rq": fn (qc_hvx_dw_rq_s8, or its _inline form) per image (arrays["w16"], ["starts"], ["rq"]), the
     qc_hvx_dw_params fields after the arrays (rq_stride 0 when one pair of requantization sets serves every
-    block)."""
+    block; the window's from `window`)."""
 
     fn: str
     n: int
     blocks: int
     copies: int
     rq_stride: int
-    kh: int
-    kw: int
-    ih: int
-    iw: int
-    oh: int
-    ow: int
-    sy: int
-    sx: int
-    dy: int
-    dx: int
-    pt: int
-    pl: int
+    window: WindowLoops
     izp: int
     pad: int
     rnd: int
@@ -187,9 +177,8 @@ def _depthwise_rq(c: ConvStep, names: ArrayNames, layout: str) -> KernelChoice |
               "rq": step_array(names, "dw_rq", layouts.dw_rq(mults, shifts, away, tile))}
     blocks = -(-c.rows * copies // layouts.DW_BLOCK)
     fn = _kernel("qc_hvx_dw_rq_s8", layout)
-    params = DepthwiseRq(fn, c.rows, blocks, copies, 10 * layouts.LANES if rq.per_channel else 0, g.kh, g.kw, g.ih,
-                         g.iw, g.oh, g.ow, g.sy, g.sx, g.dy, g.dx, g.pt, g.pl, c.izp, c.pad_value, rnd, rq.output_zp,
-                         rq.lo, rq.hi)
+    params = DepthwiseRq(fn, c.rows, blocks, copies, 10 * layouts.LANES if rq.per_channel else 0, g, c.izp,
+                         c.pad_value, rnd, rq.output_zp, rq.lo, rq.hi)
     pixels = f"{copies} pixel{'s' if copies > 1 else ''} a block"
     return KernelChoice(fn, f"int8 x int8, weight zero point 0, multiplier 1, constant weights and "
                         f"bias, {blocks} blocks of 64 lanes ({pixels}), int8 outputs requantized in vectors "
