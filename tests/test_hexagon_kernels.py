@@ -173,10 +173,11 @@ def _dw_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
     channels (a block mostly padding), 40, 72 (a last partial block) and 130; padding on every side (reading the
     input zero point, or another value), strides 2, dilation 2, per channel and per tensor scales, double and single
     rounding; 8, 16 and 32 channels also 8, 4 and 2 pixels a block (copies, stride 1: groups across the borders, a
-    last shorter group)."""
+    last shorter group); an input of fewer than 128 bytes."""
     for c, copies, hw, stride, pad, dilation, izp, pad_value, per_channel, rounding in (
             (8, 1, (6, 7), (1, 1), (1, 1, 1, 1), (1, 1), -128, -128, True, "double_round"),
             (8, 8, (6, 13), (1, 1), (1, 1, 1, 1), (1, 1), -128, -128, True, "double_round"),
+            (8, 8, (2, 3), (1, 1), (1, 1, 1, 1), (1, 1), 0, 0, True, "double_round"),
             (16, 4, (5, 9), (1, 1), (0, 2, 2, 0), (2, 2), 3, -128, False, "single_round"),
             (32, 2, (3, 6), (2, 1), (1, 1, 1, 1), (1, 1), -128, -128, True, "double_round"),
             (40, 1, (7, 6), (2, 2), (1, 1, 0, 1), (1, 1), 5, 5, False, "double_round"),

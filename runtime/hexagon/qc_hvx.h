@@ -192,7 +192,7 @@ static inline __attribute__((unused)) void qc_hvx_dw_tap_s8(int32_t *acc, const 
    < iw) at bytes j n .. j n + n - 1 (x + off: pixel 0's channels, only read where inside). This and
    qc_hvx_load_tail_s8 fill a vector byte by byte through memory and are not inlined: inlined into the kernels
    specialized per step (constant n), clang 14 gave wrong vectors (qc_hvx_dw_rq_s8_inline, 8 channels, one pixel a
-   block); both are rare paths (the borders, the end of the buffer). */
+   block); both are rare paths (the borders, buffers of fewer than 128 bytes). */
 static __attribute__((noinline, unused)) HVX_Vector qc_hvx_gather_s8(const int8_t *x, int32_t off, int32_t ix,
                                                                      int32_t cnt, int32_t n, int32_t iw,
                                                                      HVX_Vector pad) {
@@ -216,11 +216,18 @@ static __attribute__((noinline, unused)) HVX_Vector qc_hvx_load_tail_s8(const in
   return v;
 }
 
-/* The 128 bytes at x when avail >= 128 bytes are left in the buffer, else its first need bytes (need <= avail)
-   then zeros: HVX loads whole vectors, and a load must not read past the buffer. */
-static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_load_s8(const int8_t *x, int32_t avail,
-                                                                               int32_t need) {
-  return avail >= 128 ? *(const qc_hvx_uvec *)(const void *)x : qc_hvx_load_tail_s8(x, need);
+/* The 128 bytes at x + off of a buffer of size bytes when they are inside it; else its bytes from x + off to the
+   end, then zeros: the buffer's last 128 bytes shifted down by VALIGN, or (a buffer of fewer than 128 bytes) the
+   need <= size - off bytes at x + off copied. HVX loads whole vectors, and a load must not read past the buffer. */
+static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_load_s8(const int8_t *x, int32_t size,
+                                                                               int32_t off, int32_t need) {
+  if (size - off >= 128) {
+    return *(const qc_hvx_uvec *)(const void *)(x + off);
+  }
+  if (size >= 128) {
+    return Q6_V_valign_VVR(Q6_V_vzero(), *(const qc_hvx_uvec *)(const void *)(x + size - 128), 128 - (size - off));
+  }
+  return qc_hvx_load_tail_s8(x + off, need);
 }
 
 /* A DEPTHWISE_CONV2D step (multiplier 1) with int8 requantized outputs, for qc_hvx_dw_rq_s8
@@ -269,8 +276,8 @@ qc_hvx_dw_rq_s8_inline(const qc_hvx_dw_params *params, const int8_t *x, int8_t *
             const int32_t ix = ix0 + kx * p->dx, off = (iy * p->iw + ix) * p->n + 64 * b;
             HVX_Vector xv = pad;
             if (row && ix >= 0 && ix + cnt <= p->iw) {
-              xv = qc_hvx_load_s8(x + off, size - off, m);
-            } else if (row) { /* a group of pixels across the left or right border */
+              xv = qc_hvx_load_s8(x, size, off, m);
+            } else if (row && p->copies > 1) { /* a group of pixels across the left or right border */
               xv = qc_hvx_gather_s8(x, off, ix, cnt, p->n, p->iw, pad);
             }
             const HVX_Vector xh = Q6_Vh_vsub_VhVh(Q6_V_lo_W(Q6_Wh_vunpack_Vb(xv)), izp);
