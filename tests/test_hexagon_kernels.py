@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from qcodegen.codegen import load_target
-from qcodegen.kernel_testing import KernelProgram, conv_accumulators, conv_schedule, depthwise_accumulators
+from qcodegen.kernel_testing import KernelProgram, conv_accumulators, conv_schedule, depthwise_accumulators, rescale
 from qcodegen.kernels import plan_kernels
 from qcodegen.kernels.hvx import layouts
 from qcodegen.resources import data_path
@@ -57,6 +57,149 @@ def _depthwise_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
                    f"qc_hvx_dw_tap_s8(r, {xs} + t * {c}, {ws} + t * {c}, {c}, {izp});", "r", acc)
 
 
+INT32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def _requant_operands(rng: np.random.Generator, lanes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Accumulators, multipliers and TOSA shifts (31..62) of `lanes` channels: per lane, an accumulator anywhere in
+    int32, near a result in [-300, 300], or on an exact tie of the rounding (m = 2^30); the extremes of both."""
+    shifts = rng.integers(31, 63, lanes)
+    mults = rng.integers(0, 1 << 31, lanes)
+    mults[:4] = [0, 1, (1 << 31) - 1, 1 << 30]
+    acc = rng.integers(*INT32, lanes, endpoint=True)
+    near = rng.random(lanes) < 0.4
+    target = rng.integers(-300, 301, lanes) + rng.random(lanes)
+    acc[near] = np.clip(target[near] * 2.0 ** shifts[near] / np.maximum(mults[near], 1), *INT32).astype(np.int64)
+    tie = rng.random(lanes) < 0.2
+    mults[tie], shifts[tie] = 1 << 30, rng.integers(32, 51, tie.sum())
+    acc[tie] = (2 * rng.integers(-(1 << 9), 1 << 9, tie.sum()) + 1) << (shifts[tie] - 31)  # |acc| < 2^29
+    acc[4:8] = [INT32[0], INT32[1], -1, 0]
+    mults[4:8] = (1 << 31) - 1
+    return acc, mults, shifts
+
+
+def _requant_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
+    """qc_hvx_requant on every lane against the numpy RESCALE, double (TFLite) and single (TOSA) rounding: the full
+    int32 result (zp 0, no clamp), then int8 outputs (zero points, a ReLU clamp) stored for
+    32 and fewer channels (qc_hvx_store_h8)."""
+    for rounding, low in (("double_round", 31), ("single_round", 32), ("single_round", 31)):
+        acc, mults, shifts = _requant_operands(rng, 32 * 16)
+        shifts = np.maximum(shifts, low) if low == 32 else np.full_like(shifts, 31) if rounding == "single_round" \
+            else shifts
+        acc = np.where(shifts == 31, np.clip(acc, -(1 << 30), (1 << 30) - 1), acc)  # TOSA REQUIRE at shift 31
+        rq = prog.array("int32_t", layouts.rq32(mults, shifts, rounding == "double_round"))
+        rnd = int(rounding == "double_round" or low == 31)
+        for zp, lo, hi, n, out in ((0, *INT32, 32, "int32_t"), (-5, -128, 127, 32, "int8_t"),
+                                   (100, 100, 127, 19, "int8_t")):
+            want = rescale(acc[None], mults, shifts, rounding, zp, lo, hi, "i32" if out == "int32_t" else "i8")
+            want = want.reshape(16, 32)[:, :n]
+            prog.check(f"  {out} r[{16 * n}];\n  for (int32_t b = 0; b < 16; ++b) {{\n    HVX_Vector a;\n"
+                       f"    __builtin_memcpy(&a, {prog.array('int32_t', acc)} + 32 * b, 128);\n"
+                       f"    const HVX_Vector q = qc_hvx_requant(a, {rq} + 160 * b, {rnd}, Q6_V_vsplat_R({zp}), "
+                       f"Q6_V_vsplat_R({lo}), Q6_V_vsplat_R({hi}));\n"
+                       + ("    __builtin_memcpy(r + 32 * b, &q, 128);\n" if out == "int32_t" else
+                          f"    qc_hvx_store_h8(Q6_Vh_vpacke_VwVw(Q6_V_vzero(), q), r + {n} * b, {n});\n")
+                       + "  }", "r", want)
+
+
+def _store_cases(prog: KernelProgram) -> None:
+    """qc_hvx_store_bytes writes y[0 .. n) only: 1, 19, 64 and 128 bytes at offsets within and across a 128-byte
+    boundary of a buffer of sentinels (99), every byte of which is then checked."""
+    want = np.full(512, 99)
+    stores = []
+    for at, n in ((0, 19), (1, 64), (120, 19), (127, 1), (200, 64), (300, 128)):
+        want[at:at + n] = np.arange(n) - 60
+        stores.append(f"  qc_hvx_store_bytes(v, r + {at}, {n});")
+    prog.check("  static int8_t r[512] __attribute__((aligned(128)));\n  HVX_Vector v;\n"
+               "  for (int32_t i = 0; i < 512; ++i) r[i] = 99;\n"
+               "  for (int32_t i = 0; i < 128; ++i) ((int8_t *)(void *)&v)[i] = (int8_t)(i - 60);\n"
+               + "\n".join(stores), "r", want)
+
+
+def _scales(rng: np.random.Generator, channels: int, per_channel: bool, rounding: str) -> tuple[list, list]:
+    """Multipliers in [2^30, 2^31) and shifts 40..44 (outputs of accumulators up to ~2^18 mostly off the clamps),
+    per channel or one."""
+    count = channels if per_channel else 1
+    return (rng.integers(1 << 30, 1 << 31, count).tolist(), rng.integers(40, 45, count).tolist())
+
+
+def _rq_vectors(prog: KernelProgram, mults: list, shifts: list, rounding: str, lanes: int, copies: int = 1) -> str:
+    """The kernel's requantization vectors: one set (per tensor, repeated over `lanes`) or per channel (depthwise:
+    `copies` pixels a block)."""
+    away = rounding == "double_round"
+    m, s = (np.resize(mults, lanes), np.resize(shifts, lanes)) if len(mults) == 1 else (mults, shifts)
+    if lanes == layouts.LANES:
+        return prog.array("int32_t", layouts.rq32(np.asarray(m), np.asarray(s), away))
+    return prog.array("int32_t", layouts.dw_rq(np.asarray(m), np.asarray(s), away, copies if len(mults) > 1 else 1))
+
+
+# the shared kernels and their _inline forms (specialized per call site: weight layout "fast")
+KERNEL_FORMS = {kind: (f"qc_hvx_{kind}_rq_s8", f"qc_hvx_{kind}_rq_s8_inline") for kind in ("conv", "dw")}
+
+
+def _check_forms(prog: KernelProgram, kind: str, params: str, want: np.ndarray, call) -> None:
+    """Both forms of kernel `kind` on the params struct q ({params}) by the C statement call(fn), int8 results in r
+    against `want`."""
+    for fn in KERNEL_FORMS[kind]:
+        prog.check(f"  static const qc_hvx_{kind}_params q = {{{params}}};\n  int8_t r[{want.size}];\n"
+                   f"  {call(fn)}", "r", want)
+
+
+def _conv_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
+    """qc_hvx_conv_rq_s8 (and its _inline form) pixel by pixel against the numpy CONV2D then RESCALE: rows fewer
+    than, a multiple of and more than 32 (a last partial block), rows with a last partial word, per channel and per
+    tensor scales, double and single rounding, input zero points -128 and 7, a ReLU clamp."""
+    for rows, k, izp, per_channel, rounding, zp, lo in ((10, 3, -128, True, "double_round", -3, -128),
+                                                        (40, 67, 7, False, "double_round", 2, 2),
+                                                        (64, 130, -128, True, "single_round", -128, -128)):
+        x = rng.integers(-128, 128, (3, k))
+        w = rng.integers(-128, 128, (rows, k))
+        bias = rng.integers(-(1 << 16), 1 << 16, rows)
+        mults, shifts = _scales(rng, rows, per_channel, rounding)
+        want = rescale(conv_accumulators(x, w, bias, izp), mults, shifts, rounding, zp, lo, 127)
+        terms = izp * w.sum(axis=1)
+        blocks = -(-rows // layouts.LANES)
+        params = (f"{prog.array('int8_t', layouts.rows32(w))}, {prog.array('int32_t', layouts.starts(bias, terms))}, "
+                  f"{_rq_vectors(prog, mults, shifts, rounding, layouts.LANES)}, {k}, {blocks}, {rows}, "
+                  f"{5 * 32 if per_channel else 0}, {int(rounding == 'double_round')}, {zp}, {lo}, 127")
+        xs = prog.array('int8_t', x)
+        _check_forms(prog, "conv", params, want,
+                     lambda fn, xs=xs, k=k, rows=rows: f"for (int32_t p = 0; p < 3; ++p) {fn}(&q, {xs} + p * {k}, "
+                                                        f"r + p * {rows});")
+
+
+def _dw_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
+    """qc_hvx_dw_rq_s8 (and its _inline form) over whole images against the numpy DEPTHWISE_CONV2D then RESCALE: 8
+    channels (a block mostly padding), 40, 72 (a last partial block) and 130; padding on every side (reading the
+    input zero point, or another value), strides 2, dilation 2, per channel and per tensor scales, double and single
+    rounding; 8, 16 and 32 channels also 8, 4 and 2 pixels a block (copies, stride 1: groups across the borders, a
+    last shorter group); an input of fewer than 128 bytes."""
+    for c, copies, hw, stride, pad, dilation, izp, pad_value, per_channel, rounding in (
+            (8, 1, (6, 7), (1, 1), (1, 1, 1, 1), (1, 1), -128, -128, True, "double_round"),
+            (8, 8, (6, 13), (1, 1), (1, 1, 1, 1), (1, 1), -128, -128, True, "double_round"),
+            (8, 8, (2, 3), (1, 1), (1, 1, 1, 1), (1, 1), 0, 0, True, "double_round"),
+            (16, 4, (5, 9), (1, 1), (0, 2, 2, 0), (2, 2), 3, -128, False, "single_round"),
+            (32, 2, (3, 6), (2, 1), (1, 1, 1, 1), (1, 1), -128, -128, True, "double_round"),
+            (40, 1, (7, 6), (2, 2), (1, 1, 0, 1), (1, 1), 5, 5, False, "double_round"),
+            (72, 1, (6, 6), (1, 2), (2, 1, 1, 2), (2, 2), 0, -128, True, "single_round"),
+            (130, 1, (4, 5), (1, 1), (0, 0, 0, 0), (1, 1), -1, -1, True, "double_round")):
+        x = rng.integers(-128, 128, (1, *hw, c))
+        w = rng.integers(-128, 128, (3, 3, c))
+        bias = rng.integers(-(1 << 16), 1 << 16, c)
+        mults, shifts = _scales(rng, c, per_channel, rounding)
+        acc = depthwise_accumulators(x, w, bias, izp, stride, pad, dilation, pad_value)
+        want = rescale(acc, mults, shifts, rounding, -7, -128, 127)
+        oh, ow = acc.shape[1:3]
+        fields = [c, -(-c * copies // 64), copies, 10 * 32 if per_channel else 0, 3, 3, *hw, oh, ow, *stride,
+                  *dilation, pad[0], pad[2], izp, pad_value, int(rounding == "double_round"), -7, -128, 127]
+        params = (f"{prog.array('int16_t', layouts.dw_w16(w.reshape(9, c), copies))}, "
+                  f"{prog.array('int32_t', layouts.dw_starts(bias, copies))}, "
+                  f"{_rq_vectors(prog, mults, shifts, rounding, 2 * layouts.LANES, copies)}, "
+                  f"{', '.join(map(str, fields))}")
+        xs = prog.array('int8_t', x)
+        _check_forms(prog, "dw", params, want, lambda fn, xs=xs: f"{fn}(&q, {xs}, r);")
+
+
 def _run(prog: KernelProgram, workdir: Path) -> np.ndarray:
     runtime = data_path("runtime")
     for header in ("qc_minilibc.h", "hexagon/qc_hvx.h"):  # beside the source: part of the build's cache key
@@ -79,6 +222,10 @@ def test_kernels_against_the_numpy_primitives(tmp_path):
     rng = np.random.default_rng(18)
     _dot_cases(prog, rng)
     _depthwise_cases(prog, rng)
+    _requant_cases(prog, rng)
+    _store_cases(prog)
+    _conv_rq_cases(prog, rng)
+    _dw_rq_cases(prog, rng)
     mismatches = prog.mismatches(_run(prog, tmp_path))
     assert mismatches == "", mismatches
 
@@ -97,27 +244,34 @@ def _choice(sched):
 
 
 def test_conv_choices():
-    """VRMPY rows (fewer than 32 rows padded); the int8 weights unread, the zero-point terms izp x the row sums;
-    weight zero point not 0 and depthwise of 8 channels: the portable loops; depthwise of 32: dw_tap."""
+    """FUSED_CONV to int8: conv_rq (starts = bias - izp x the row sums, one requantization set for a per-tensor
+    scale), depthwise of 8 channels: dw_rq; int32 outputs: VRMPY rows (fewer than 32 rows padded; the int8 weights
+    unread, the zero-point terms izp x the row sums), depthwise of 32: dw_tap, of 8: the portable loops; weight zero
+    point not 0: the portable loops; weight layout "fast": the conv kernel's _inline form."""
     rng = np.random.default_rng(0)
     w = rng.integers(-128, 128, (32, 1, 1, 8)).astype(np.int8)
     px = dict(x_shape=(1, 2, 3, 8), y_shape=(1, 2, 3, 32), w=w, bias=np.arange(32))
-    full = _choice(conv_schedule("CONV2D", **px))
+    rq = _choice(conv_schedule("CONV2D", **px))
+    assert (rq.kernel, rq.form, rq.layout, rq.unread) == ("qc_hvx_conv_rq_s8", "conv_rq", "rows32", {1, 2})
+    sums = w.reshape(32, 8).astype(int).sum(1)
+    assert rq.arrays["starts"].values.tolist() == (np.arange(32) + 128 * sums).tolist()
+    assert (rq.params.rows, rq.params.k, rq.params.blocks, rq.params.rq_stride, rq.params.rnd) == (32, 8, 1, 0, 1)
+    full = _choice(conv_schedule("CONV2D", y_dtype="i32", **px))
     assert (full.kernel, full.form, full.layout, full.unread) == ("qc_hvx_dot_rows32_s8", "dot_rows32", "rows32",
                                                                   {1})
     assert (full.params.rows, full.params.k, full.params.blocks) == (32, 8, 1)
     assert full.arrays["weights"].values.tolist() == layouts.rows32(w.reshape(32, 8)).tolist()
-    assert full.arrays["zero_point_terms"].values.tolist() == (-128 * w.reshape(32, 8).astype(int).sum(1)).tolist()
+    assert full.arrays["zero_point_terms"].values.tolist() == (-128 * sums).tolist()
     few = dict(px, w=w[:8], bias=np.arange(8), y_shape=(1, 2, 3, 8))
-    padded = _choice(conv_schedule("CONV2D", **few))
+    padded = _choice(conv_schedule("CONV2D", y_dtype="i32", **few))
     assert (padded.kernel, padded.params.blocks) == ("qc_hvx_dot_rows32_s8", 1)
     assert _choice(conv_schedule("CONV2D", wzp=3, **px)).kernel == "c:conv2d"
-    dw = rng.integers(-128, 128, (3, 3, 8, 1)).astype(np.int8)
-    depthwise = _choice(conv_schedule("DEPTHWISE_CONV2D", x_shape=(1, 4, 4, 8), y_shape=(1, 2, 2, 8), w=dw,
-                                      bias=np.zeros(8)))
-    assert depthwise.kernel == "c:depthwise_conv2d"  # 8 channels
-    dw32 = rng.integers(-128, 128, (3, 3, 32, 1)).astype(np.int8)
-    tap = _choice(conv_schedule("DEPTHWISE_CONV2D", x_shape=(1, 4, 4, 32), y_shape=(1, 2, 2, 32), w=dw32,
-                                bias=np.zeros(32)))
-    assert (tap.kernel, tap.form, tap.params.n, tap.params.izp, tap.unread) == ("qc_hvx_dw_tap_s8", "dw_tap", 32,
-                                                                                -128, frozenset())
+    for c, y_dtype, kernel in ((8, "i8", "qc_hvx_dw_rq_s8"), (8, "i32", "c:depthwise_conv2d"),
+                               (32, "i32", "qc_hvx_dw_tap_s8")):
+        dw = rng.integers(-128, 128, (3, 3, c, 1)).astype(np.int8)
+        got = _choice(conv_schedule("DEPTHWISE_CONV2D", x_shape=(1, 4, 4, c), y_shape=(1, 2, 2, c), w=dw,
+                                    bias=np.zeros(c), y_dtype=y_dtype))
+        assert got.kernel == kernel
+    fast = load_target("hexagon-hvx", "fast")
+    assert plan_kernels(conv_schedule("CONV2D", **px), fast, "m").steps[-1].choice.params.fn == \
+        "qc_hvx_conv_rq_s8_inline"

@@ -1,12 +1,15 @@
 /* qc_hvx.h: qcodegen's int8 kernels for Hexagon with HVX in 128-byte mode (target hexagon-hvx; clang 14's
  * hexagon_types.h / hexagon_protos.h intrinsics, -mhvx -mhvx-length=128b). Which kernel a step runs is decided at
- * generation time (qcodegen/kernels/hvx/; docs/targets.md "Hexagon"). The kernels are static inline functions of
- * this header, called by the generated steps with constant arguments, so that the compiler specializes them per step.
+ * generation time (qcodegen/kernels/hvx/; docs/targets.md "Hexagon"), its constants laid out then
+ * (qcodegen/kernels/hvx/layouts.py).
  *
- * qc_hvx_dot_rows32_s8: the dot products of an input row with weight rows laid out 32 rows to a vector
- * (qcodegen/kernels/hvx/layouts.py rows32): VRMPY (Q6_Vw_vrmpyacc_VwVbVb), four int8 x int8 products summed into
- * each of 32 int32 lanes per instruction; qc_hvx_dw_tap_s8: one tap of a depthwise convolution over its channels,
- * 64 a vector of int16 products. C99; -Wall -Wextra -Werror -pedantic clean.
+ * qc_hvx_conv_rq_s8 (a CONV2D pixel: VRMPY dot products, 32 weight rows a vector, requantized in vectors by
+ * qc_hvx_requant and stored as int8) and qc_hvx_dw_rq_s8 (a whole DEPTHWISE_CONV2D image: int16 products
+ * accumulated by VMPY into 64 lanes, requantized in vectors) take a constant params struct per step: not inlined
+ * (one copy per model: weight layout "compact"), or their _inline forms, specialized per step by the compiler
+ * (weight layout "fast": more .text, fewer instructions).
+ * qc_hvx_dot_rows32_s8 (int32 sums, the step stores them) and qc_hvx_dw_tap_s8 (one depthwise tap of the portable
+ * loops) serve the steps without an int8 requantized output. C99; -Wall -Wextra -Werror -pedantic clean.
  * SPDX-License-Identifier: Apache-2.0 */
 #ifndef QC_HVX_H
 #define QC_HVX_H
@@ -32,6 +35,23 @@ static inline __attribute__((always_inline, unused)) int32_t qc_hvx_word(const i
   return (int32_t)word;
 }
 
+/* acc + the dot products of the word-splat row x (words whole words, then the word `last` when tail) with one
+   block of rows32 weights w (lane l: the rows' word j at w[j]), by VRMPY: four int8 x int8 products into each int32
+   lane per instruction. */
+static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_dot_block(HVX_Vector acc, const int8_t *x,
+                                                                                 const qc_hvx_uvec *w, int32_t words,
+                                                                                 int32_t tail, int32_t last) {
+  for (int32_t j = 0; j < words; ++j) {
+    int32_t xw;
+    __builtin_memcpy(&xw, x + 4 * j, 4);
+    acc = Q6_Vw_vrmpyacc_VwVbVb(acc, w[j], Q6_V_vsplat_R(xw));
+  }
+  if (tail) {
+    acc = Q6_Vw_vrmpyacc_VwVbVb(acc, w[words], Q6_V_vsplat_R(last));
+  }
+  return acc;
+}
+
 /* s[r] = the sum of x[i] * w[r][i], i < k, for the 32 * blocks rows r of w, laid out as rows32 (wl): block b,
    word j is the vector whose lane l holds w[32 b + l][4 j .. 4 j + 3] (rows past the last and elements past k are
    zero). Each VRMPY adds to lane l the four products of the word j of x (splat to every lane) with those weights.
@@ -44,17 +64,101 @@ static inline __attribute__((unused)) void qc_hvx_dot_rows32_s8(const int8_t *x,
   const int32_t last = qc_hvx_word(x + 4 * words, tail);
   for (int32_t b = 0; b < blocks; ++b) {
     const qc_hvx_uvec *w = (const qc_hvx_uvec *)(const void *)(wl + (int32_t)128 * stride * b);
-    HVX_Vector acc = Q6_V_vzero();
-    for (int32_t j = 0; j < words; ++j) {
-      int32_t xw;
-      __builtin_memcpy(&xw, x + 4 * j, 4);
-      acc = Q6_Vw_vrmpyacc_VwVbVb(acc, w[j], Q6_V_vsplat_R(xw));
-    }
-    if (tail) {
-      acc = Q6_Vw_vrmpyacc_VwVbVb(acc, w[words], Q6_V_vsplat_R(last));
-    }
-    *(qc_hvx_uvec *)(void *)(s + 32 * b) = acc;
+    *(qc_hvx_uvec *)(void *)(s + 32 * b) = qc_hvx_dot_block(Q6_V_vzero(), x, w, words, tail, last);
   }
+}
+
+/* The requantization of 32 int32 accumulators to int8 (TFLite's MultiplyByQuantizedMultiplier, TOSA RESCALE), in
+   vectors. rq: the 5 vectors of the block's 32 channels (qcodegen/kernels/hvx/layouts.py rq32): m (the multiplier,
+   0 <= m < 2^31), r = shift - 31 (0 <= r <= 31), mask = 2^r - 1, half = 2^(r - 1) (0 when r = 0) and adj (-1 where
+   the second rounding is away from zero, else 0). The result is clamp(y + zp, lo, hi) with, for the TOSA shift
+   s = 31 + r and P = acc * m (exact, up to 2^62 in magnitude):
+     rnd = 1: y = RDBPOT(SRDHM(acc, m), r) = floor((P + 2^(s-1) + [r > 0] (acc >= 0 ? 2^30 : -2^30)) / 2^s), TOSA
+              DOUBLE_ROUND (= MultiplyByQuantizedMultiplier, docs/semantics.md §5.2); with adj = 0 and r = 0 the
+              single round at shift 31;
+     rnd = 0: y = floor((P + 2^(s-1)) / 2^s), TOSA SINGLE_ROUND, for r >= 1.
+   Why it is exact, per lane (ml = m mod 2^16 unsigned, mh = floor(m / 2^16), so P = acc mh 2^16 + acc ml):
+   1. VMPYE gives e = floor(acc ml / 2^16). VMPYO:<<1:rnd:sat:shift adds acc mh and rounds at 2^15:
+      h = floor((e + acc mh + 2^14) / 2^15) = floor((P - b + 2^30) / 2^31) with b = acc ml mod 2^16 (multiply the
+      inner fraction by 2^16). N = P + 2^30 is b modulo 2^16 (acc mh 2^16 and 2^30 are multiples of 2^16), so
+      N mod 2^31 >= b and removing b does not cross a multiple of 2^31: h = floor((P + 2^30) / 2^31) = SRDHM, for
+      every int32 acc and m (the saturation needs acc = m = -2^31, excluded by m >= 0). Without rnd the same
+      argument with N = P gives floor(P / 2^31).
+   2. floor((P + R) / 2^s) with R a multiple of 2^31 is floor((floor(P / 2^31) + R / 2^31) / 2^r) (nested floors):
+      rnd = 0 rounds h half up at r; rnd = 1 applies RDBPOT (h / 2^r rounded half away from zero), which §5.2
+      shows equals DOUBLE_ROUND (the sign of h replaces the sign of acc).
+   3. floor((h + c) / 2^r) for c = half + (h < 0 ? adj : 0) in [-1, 2^30] is (h >> r) + (((h & mask) + c) >> r),
+      the second shift logical: 0 <= (h & mask) + c < 2^31 + 2^30, no int32 overflow (h + c could overflow).
+   4. y + zp saturates to int32 (VADD:sat) before the clamp to [lo, hi], a sub-range of int32: the clamp of the
+      exact sum. */
+static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_requant(HVX_Vector acc, const int32_t *rq,
+                                                                               int32_t rnd, HVX_Vector zp,
+                                                                               HVX_Vector lo, HVX_Vector hi) {
+  const qc_hvx_uvec *v = (const qc_hvx_uvec *)(const void *)rq;
+  const HVX_Vector m = v[0], r = v[1];
+  const HVX_Vector e = Q6_Vw_vmpye_VwVuh(acc, m);
+  const HVX_Vector h = rnd ? Q6_Vw_vmpyoacc_VwVwVh_s1_rnd_sat_shift(e, acc, m)
+                           : Q6_Vw_vmpyoacc_VwVwVh_s1_sat_shift(e, acc, m);
+  const HVX_Vector c = Q6_Vw_vadd_VwVw(v[3], Q6_V_vand_VV(Q6_Vw_vasr_VwR(h, 31), v[4]));
+  const HVX_Vector frac = Q6_Vw_vlsr_VwVw(Q6_Vw_vadd_VwVw(Q6_V_vand_VV(h, v[2]), c), r);
+  const HVX_Vector y = Q6_Vw_vadd_VwVw(Q6_Vw_vasr_VwVw(h, r), frac);
+  return Q6_Vw_vmin_VwVw(Q6_Vw_vmax_VwVw(Q6_Vw_vadd_VwVw_sat(y, zp), lo), hi);
+}
+
+/* Stores bytes 0 .. n - 1 of v at y (1 <= n <= 128): rotated by VLALIGN to y's offset in its aligned 128-byte
+   vector, then written by one or two byte-masked aligned stores (vmem with a predicate of the bytes y .. y + n - 1
+   in that vector and the next): only y[0 .. n) is written. */
+static inline __attribute__((always_inline, unused)) void qc_hvx_store_bytes(HVX_Vector v, int8_t *y, int32_t n) {
+  const int32_t off = (int32_t)((uintptr_t)y & 127u), end = off + n;
+  HVX_Vector *base = (HVX_Vector *)(uintptr_t)((uintptr_t)y - (uintptr_t)off);
+  const HVX_Vector r = Q6_V_vlalign_VVR(v, v, off);
+  if (end <= 128) {
+    Q6_vmem_QRIV(Q6_Q_and_QQn(Q6_Q_vsetq2_R(end), Q6_Q_vsetq_R(off)), base, r);
+  } else {
+    Q6_vmem_QRIV(Q6_Q_not_Q(Q6_Q_vsetq_R(off)), base, r);
+    Q6_vmem_QRIV(Q6_Q_vsetq_R(end - 128), base + 1, r);
+  }
+}
+
+/* Stores the int8 values of the halfword lanes 0 .. n - 1 of h (each within int8) at y: narrowed by VPACKE (the
+   low byte of each halfword: lane i -> byte i). */
+static inline __attribute__((always_inline, unused)) void qc_hvx_store_h8(HVX_Vector h, int8_t *y, int32_t n) {
+  qc_hvx_store_bytes(Q6_Vb_vpacke_VhVh(Q6_V_vzero(), h), y, n);
+}
+
+/* A CONV2D step with an int8 requantized output, for qc_hvx_conv_rq_s8: w (rows32), start (the accumulators'
+   start per row, blocks x 32 int32: bias - izp x the row's sum, modulo 2^32), rq (qc_hvx_requant's 5 vectors
+   per block, or one set for every block: rq_stride 0), k, blocks, rows, rnd, zp, lo, hi. */
+typedef struct {
+  const int8_t *w;
+  const int32_t *start;
+  const int32_t *rq;
+  int32_t k, blocks, rows, rq_stride, rnd, zp, lo, hi;
+} qc_hvx_conv_params;
+
+/* y[r] = the requantized start[r] + the sum of x[i] * w[r][i] (qc_hvx_dot_block, qc_hvx_requant) for the rows
+   r < rows of one pixel. The int32 lanes add modulo 2^32: the exact accumulator fits int32 (range analysis), so
+   the modular sum is it. Specialized per step when inlined with constant params (weight layout "fast"). */
+static inline __attribute__((always_inline, unused)) void
+qc_hvx_conv_rq_s8_inline(const qc_hvx_conv_params *params, const int8_t *x, int8_t *y) {
+  const qc_hvx_conv_params copy = *params, *p = &copy; /* not reloaded after each store through the int8_t *y */
+  const int32_t words = p->k / 4, tail = p->k % 4, stride = (p->k + 3) / 4;
+  const int32_t last = qc_hvx_word(x + 4 * words, tail);
+  const HVX_Vector zp = Q6_V_vsplat_R(p->zp), lo = Q6_V_vsplat_R(p->lo), hi = Q6_V_vsplat_R(p->hi);
+  for (int32_t b = 0; b < p->blocks; ++b) {
+    const qc_hvx_uvec *w = (const qc_hvx_uvec *)(const void *)(p->w + (int32_t)128 * stride * b);
+    const HVX_Vector acc = qc_hvx_dot_block(*(const qc_hvx_uvec *)(const void *)(p->start + 32 * b), x, w, words,
+                                            tail, last);
+    const int32_t n = p->rows - 32 * b;
+    const HVX_Vector q = qc_hvx_requant(acc, p->rq + p->rq_stride * b, p->rnd, zp, lo, hi);
+    qc_hvx_store_h8(Q6_Vh_vpacke_VwVw(Q6_V_vzero(), q), y + 32 * b, n < 32 ? n : 32);
+  }
+}
+
+/* qc_hvx_conv_rq_s8_inline shared by the steps of a model (weight layout "compact": one copy, a call per pixel). */
+static __attribute__((noinline, unused)) void qc_hvx_conv_rq_s8(const qc_hvx_conv_params *params,
+                                                                const int8_t *x, int8_t *y) {
+  qc_hvx_conv_rq_s8_inline(params, x, y);
 }
 
 /* acc[c] += (x[c] - izp) * w[c] for the n channels c of one depthwise tap (n a multiple of 32; acc: the pixel's
@@ -82,6 +186,117 @@ static inline __attribute__((unused)) void qc_hvx_dw_tap_s8(int32_t *acc, const 
       a[1] = Q6_Vw_vadd_VwVw(a[1], Q6_V_hi_W(p));
     }
   }
+}
+
+/* The vector pad with the int8 values of the pixels j < cnt of a group that are inside the input row (0 <= ix + j
+   < iw) at bytes j n .. j n + n - 1 (x + off: pixel 0's channels, only read where inside). This and
+   qc_hvx_load_tail_s8 fill a vector byte by byte through memory and are not inlined: inlined into the kernels
+   specialized per step (constant n), clang 14 gave wrong vectors (qc_hvx_dw_rq_s8_inline, 8 channels, one pixel a
+   block); both are rare paths (the borders, buffers of fewer than 128 bytes). */
+static __attribute__((noinline, unused)) HVX_Vector qc_hvx_gather_s8(const int8_t *x, int32_t off, int32_t ix,
+                                                                     int32_t cnt, int32_t n, int32_t iw,
+                                                                     HVX_Vector pad) {
+  HVX_Vector v = pad;
+  int8_t *b = (int8_t *)(void *)&v;
+  for (int32_t j = 0; j < cnt; ++j) {
+    for (int32_t c = 0; ix + j >= 0 && ix + j < iw && c < n; ++c) {
+      b[j * n + c] = x[off + j * n + c];
+    }
+  }
+  return v;
+}
+
+/* The first need bytes at x, then zeros. */
+static __attribute__((noinline, unused)) HVX_Vector qc_hvx_load_tail_s8(const int8_t *x, int32_t need) {
+  HVX_Vector v = Q6_V_vzero();
+  int8_t *b = (int8_t *)(void *)&v;
+  for (int32_t i = 0; i < need; ++i) {
+    b[i] = x[i];
+  }
+  return v;
+}
+
+/* The 128 bytes at x + off of a buffer of size bytes when they are inside it; else its bytes from x + off to the
+   end, then zeros: the buffer's last 128 bytes shifted down by VALIGN, or (a buffer of fewer than 128 bytes) the
+   need <= size - off bytes at x + off copied. HVX loads whole vectors, and a load must not read past the buffer. */
+static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_load_s8(const int8_t *x, int32_t size,
+                                                                               int32_t off, int32_t need) {
+  if (size - off >= 128) {
+    return *(const qc_hvx_uvec *)(const void *)(x + off);
+  }
+  if (size >= 128) {
+    return Q6_V_valign_VVR(Q6_V_vzero(), *(const qc_hvx_uvec *)(const void *)(x + size - 128), 128 - (size - off));
+  }
+  return qc_hvx_load_tail_s8(x + off, need);
+}
+
+/* A DEPTHWISE_CONV2D step (multiplier 1) with int8 requantized outputs, for qc_hvx_dw_rq_s8
+   (qcodegen/kernels/hvx/layouts.py dw_w16, dw_starts, dw_rq): w (per block of 64 lanes, per tap ky * kw + kx, the
+   64 weights as int16, zeros past the last channel), start (per block, the biases of its 32 even lanes, then of
+   its 32 odd ones), rq (per block, qc_hvx_requant's vectors of the even lanes, then of the odd ones; rq_stride 0:
+   one pair for every block), the channels n, blocks, copies (pixels a block: 1, or 64 / n for n < 64 dividing 64
+   with stride sx 1, one block, whose lanes hold the channels `copies` times), the window (kernel kh x kw over an
+   ih x iw input, oh x ow outputs, strides sy, sx, dilations dy, dx, padding top pt, left pl), the input zero point
+   izp, the value pad that padding taps read, and rnd, zp, lo, hi of the requantization. */
+typedef struct {
+  const int16_t *w;
+  const int32_t *start;
+  const int32_t *rq;
+  int32_t n, blocks, copies, rq_stride, kh, kw, ih, iw, oh, ow, sy, sx, dy, dx, pt, pl, izp, pad, rnd, zp, lo, hi;
+} qc_hvx_dw_params;
+
+/* The whole step over one image: per group of `copies` output pixels of a row (the last may be shorter) and
+   block of 64 lanes, the int32 accumulators of the even lanes and of the odd ones (a vector pair) start from the
+   biases, and each tap adds its products: the 64 int8 inputs (stride 1: the group's pixels' channels are
+   contiguous; pad for a tap outside the input, gathered pixel by pixel for a group across the left or right
+   border) widened in order to int16 (VUNPACK), minus izp (|x - izp| <= 255), times the int16 weights by VMPY:acc
+   (Vxx.w += Vu.h * Vv.h: halfword 2i into the even vector's lane i, 2i + 1 into the odd one's), modulo 2^32 (the
+   exact accumulator fits int32: range analysis). Both vectors are requantized (qc_hvx_requant), put back in lane
+   order by VSHUFFE (low halfwords, even then odd) and the group's bytes stored (lanes past it are not).
+   Specialized per step when inlined with constant params (weight layout "fast"). */
+static inline __attribute__((always_inline, unused)) void
+qc_hvx_dw_rq_s8_inline(const qc_hvx_dw_params *params, const int8_t *x, int8_t *y) {
+  const qc_hvx_dw_params copy = *params, *p = &copy; /* not reloaded after each store through the int8_t *y */
+  const int32_t size = p->ih * p->iw * p->n, taps = p->kh * p->kw;
+  const HVX_Vector zp = Q6_V_vsplat_R(p->zp), lo = Q6_V_vsplat_R(p->lo), hi = Q6_V_vsplat_R(p->hi);
+  const HVX_Vector izp = Q6_Vh_vsplat_R(p->izp), pad = Q6_Vb_vsplat_R(p->pad);
+  for (int32_t oy = 0; oy < p->oh; ++oy) {
+    const int32_t iy0 = oy * p->sy - p->pt;
+    for (int32_t ox = 0; ox < p->ow; ox += p->copies) {
+      const int32_t ix0 = ox * p->sx - p->pl, cnt = p->ow - ox < p->copies ? p->ow - ox : p->copies;
+      int8_t *yp = y + (oy * p->ow + ox) * p->n;
+      for (int32_t b = 0; b < p->blocks; ++b) {
+        const int32_t m = cnt * p->n - 64 * b < 64 ? cnt * p->n - 64 * b : 64;
+        const qc_hvx_uvec *s = (const qc_hvx_uvec *)(const void *)(p->start + 64 * b);
+        const qc_hvx_uvec *w = (const qc_hvx_uvec *)(const void *)(p->w + 64 * taps * b);
+        HVX_VectorPair acc = Q6_W_vcombine_VV(s[1], s[0]);
+        for (int32_t ky = 0; ky < p->kh; ++ky) {
+          const int32_t iy = iy0 + ky * p->dy, row = iy >= 0 && iy < p->ih;
+          for (int32_t kx = 0; kx < p->kw; ++kx) {
+            const int32_t ix = ix0 + kx * p->dx, off = (iy * p->iw + ix) * p->n + 64 * b;
+            HVX_Vector xv = pad;
+            if (row && ix >= 0 && ix + cnt <= p->iw) {
+              xv = qc_hvx_load_s8(x, size, off, m);
+            } else if (row && p->copies > 1) { /* a group of pixels across the left or right border */
+              xv = qc_hvx_gather_s8(x, off, ix, cnt, p->n, p->iw, pad);
+            }
+            const HVX_Vector xh = Q6_Vh_vsub_VhVh(Q6_V_lo_W(Q6_Wh_vunpack_Vb(xv)), izp);
+            acc = Q6_Ww_vmpyacc_WwVhVh(acc, xh, w[ky * p->kw + kx]);
+          }
+        }
+        const int32_t *rq = p->rq + p->rq_stride * b;
+        const HVX_Vector even = qc_hvx_requant(Q6_V_lo_W(acc), rq, p->rnd, zp, lo, hi);
+        const HVX_Vector odd = qc_hvx_requant(Q6_V_hi_W(acc), rq + 5 * 32, p->rnd, zp, lo, hi);
+        qc_hvx_store_h8(Q6_Vh_vshuffe_VhVh(odd, even), yp + 64 * b, m);
+      }
+    }
+  }
+}
+
+/* qc_hvx_dw_rq_s8_inline shared by the steps of a model (weight layout "compact": one copy, a call per image). */
+static __attribute__((noinline, unused)) void qc_hvx_dw_rq_s8(const qc_hvx_dw_params *params,
+                                                              const int8_t *x, int8_t *y) {
+  qc_hvx_dw_rq_s8_inline(params, x, y);
 }
 
 #endif

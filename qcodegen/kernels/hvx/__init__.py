@@ -2,6 +2,8 @@
 
 from .choice import STEP_ATTRIBUTES, choose
 
-LAYOUTS = ("compact",)  # one layout: rows32 (layouts.py)
+# both with the rows32 weights (layouts.py); "fast": the conv / depthwise kernels inlined into each step with its
+# constant params (specialized: more .text, fewer instructions), "compact": one shared copy of each
+LAYOUTS = ("compact", "fast")
 
 __all__ = ["LAYOUTS", "STEP_ATTRIBUTES", "choose"]

@@ -3,13 +3,14 @@ sites in templates/hvx/_dot.c.j2).
 
 CONV2D (pointwise, general: each pixel's gathered window, fully connected: one pixel) of int8 x int8 with weight
 zero point 0, constant weights and rows of at most 65,535 elements: the output channels of a pixel as VRMPY dot
-products, 32 rows a vector (qc_hvx_dot_rows32_s8 over the rows32 weights, which replace the int8 weights), then
-stored channel by channel by the template's store (bias, izp x the row sums made at generation time, the
-requantization). rows32 pads the rows to a multiple of 32 and their length to a multiple of 4 with zeros (layers
-of fewer than 32 channels: a few KB per model, measured in docs/targets.md "Hexagon"); it is the only layout.
-DEPTHWISE_CONV2D of int8 x int8 with weight zero point 0, multiplier 1 and a multiple of 32 channels: each
-in-bounds tap of the portable loops by qc_hvx_dw_tap_s8 (64 channels a vector).
-Other steps run the portable loops."""
+products, 32 rows a vector (rows32 weights, which replace the int8 weights; rows padded to a multiple of 32, their
+length to a multiple of 4 with zeros). With a constant bias and an int8 output whose requantization qc_hvx_requant
+computes exactly (vector_rnd), qc_hvx_conv_rq_s8 starts from bias - izp x the row sums and requantizes and stores
+in vectors; else qc_hvx_dot_rows32_s8 gives the sums and the template's store requantizes them channel by channel.
+DEPTHWISE_CONV2D of int8 x int8 with weight zero point 0 and multiplier 1: with constant weights and bias and such
+an int8 output, qc_hvx_dw_rq_s8 runs the whole step (any channel count: blocks of 64 lanes zero-padded at plan
+time, or 64 / n neighbouring pixels a block); else, for a multiple of 32 channels, each in-bounds tap of the
+portable loops by qc_hvx_dw_tap_s8. Other steps run the portable loops."""
 
 from __future__ import annotations
 
@@ -18,11 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ir.schedule import StepIO
-from ..conv import ConvStep
+from ...primitives.geometry import WindowLoops
+from ..conv import ConvStep, Requantization
 from ..generic import conv_or_portable, portable
 from ..layouts import row_sums
 from ..names import ArrayNames
-from ..record import KernelChoice, const_array, step_array
+from ..record import ConstArray, KernelChoice, const_array, step_array
 from . import layouts
 
 FILES = ("hexagon/qc_hvx.h",)
@@ -41,6 +43,43 @@ class DotRows32:
 
 
 @dataclass(frozen=True)
+class ConvRq:
+    """form "conv_rq": fn (qc_hvx_conv_rq_s8, or its _inline form) per pixel (VRMPY sums from arrays["starts"],
+    requantized to int8 in vectors: arrays["rq"], rq_stride 0 when one set serves every block), the
+    qc_hvx_conv_params fields."""
+
+    fn: str
+    rows: int
+    k: int
+    blocks: int
+    rq_stride: int
+    rnd: int
+    zp: int
+    lo: int
+    hi: int
+
+
+@dataclass(frozen=True)
+class DepthwiseRq:
+    """form "dw_rq": fn (qc_hvx_dw_rq_s8, or its _inline form) per image (arrays["w16"], ["starts"], ["rq"]), the
+    qc_hvx_dw_params fields after the arrays (rq_stride 0 when one pair of requantization sets serves every
+    block; the window's from `window`)."""
+
+    fn: str
+    n: int
+    blocks: int
+    copies: int
+    rq_stride: int
+    window: WindowLoops
+    izp: int
+    pad: int
+    rnd: int
+    zp: int
+    lo: int
+    hi: int
+
+
+@dataclass(frozen=True)
 class DepthwiseTap:
     """form "dw_tap": each in-bounds tap of the portable depthwise loops by qc_hvx_dw_tap_s8 over the n channels
     (input zero point izp); the padding taps, the start and the stores stay portable."""
@@ -54,9 +93,9 @@ def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoi
     if isinstance(c, KernelChoice):
         return c
     if c.op == "CONV2D":
-        return _conv(c, names) or portable(io, _why_not_conv(c))
-    return _depthwise(c) or portable(io, "depthwise not int8 x int8 with weight zero point 0, multiplier 1 and a "
-                                        "multiple of 32 channels")
+        return _conv(c, names, layout) or portable(io, _why_not_conv(c))
+    why = "depthwise not int8 x int8 with weight zero point 0, multiplier 1 and a multiple of 32 channels"
+    return _depthwise_rq(c, names, layout) or _depthwise(c) or portable(io, why)
 
 
 def _why_not_conv(c: ConvStep) -> str:
@@ -65,18 +104,87 @@ def _why_not_conv(c: ConvStep) -> str:
     return f"not int8 x int8 with weight zero point 0, constant weights and rows of at most {MAX_ROW} elements"
 
 
-def _conv(c: ConvStep, names: ArrayNames) -> KernelChoice | None:
+def vector_rnd(rq: Requantization | None, out_ctype: str) -> int | None:
+    """qc_hvx_requant's rnd for `rq` (1: DOUBLE_ROUND, or any rounding with every shift 31; 0: SINGLE_ROUND with
+    every shift above 31), None when it does not compute rq exactly: int8 outputs of a 32-bit scale with
+    multipliers in [0, 2^31) and shifts 31..62 (TFLite exponents 0 and below)."""
+    if not (rq is not None and out_ctype == "int8_t" and rq.scale32 and -128 <= rq.lo and rq.hi <= 127
+            and 31 <= rq.min_shift and max(rq.shifts) <= 62 and min(rq.multipliers) >= 0):
+        return None
+    if rq.fn in ("qc_scale32_double", "qc_scale32_double_gt31") or max(rq.shifts) == 31:
+        return 1
+    return 0 if rq.fn == "qc_scale32_single" and rq.min_shift >= 32 else None
+
+
+def _kernel(name: str, layout: str) -> str:
+    """The shared kernel, or its _inline form for the weight layout "fast" (specialized per step)."""
+    return f"{name}_inline" if layout == "fast" else name
+
+
+def _conv(c: ConvStep, names: ArrayNames, layout: str) -> KernelChoice | None:
     if not (c.channels_hook and c.int8 and c.wzp == 0 and c.constant_weights and c.k <= MAX_ROW):
         return None
     rows = c.weight_rows()
-    arrays = {"weights": const_array(names.relaid(c.w.name, "rows32"), layouts.rows32(rows))}
-    if c.izp != 0:
-        terms = c.izp * row_sums(rows, c.rows).astype(np.int64)  # |izp x sum| <= 2^7 2^7 k < 2^31
-        arrays["zero_point_terms"] = step_array(names, "izp_terms", terms.astype(np.int32))
+    weights = const_array(names.relaid(c.w.name, "rows32"), layouts.rows32(rows))
+    terms = c.izp * row_sums(rows, c.rows).astype(np.int64)  # |izp x sum| <= 2^7 2^7 k < 2^31
     blocks = -(-c.rows // layouts.LANES)
     reason = f"int8 x int8, weight zero point 0, constant rows of {c.k} elements, {blocks} blocks of 32 rows"
+    rnd = vector_rnd(c.rq, c.y.dtype.ctype)
+    if rnd is not None and c.bias_abs_max is not None:
+        return _conv_rq(c, names, weights, terms, rnd, reason, _kernel("qc_hvx_conv_rq_s8", layout))
+    arrays = {"weights": weights}
+    if c.izp != 0:
+        arrays["zero_point_terms"] = step_array(names, "izp_terms", terms.astype(np.int32))
     return KernelChoice("qc_hvx_dot_rows32_s8", reason, layout="rows32", form="dot_rows32", arrays=arrays,
                         params=DotRows32(c.rows, c.k, blocks), unread=frozenset({1}), files=FILES)
+
+
+def _conv_rq(c: ConvStep, names: ArrayNames, weights: ConstArray, terms: np.ndarray, rnd: int, reason: str,
+             fn: str) -> KernelChoice:
+    rq = c.rq
+    assert rq is not None
+    one_set = not rq.per_channel
+    mults = np.broadcast_to(np.asarray(rq.multipliers, np.int64), (layouts.LANES if one_set else c.rows,))
+    shifts = np.broadcast_to(np.asarray(rq.shifts, np.int64), mults.shape)
+    away = rq.fn != "qc_scale32_single"
+    arrays = {"weights": weights, "starts": step_array(names, "starts", layouts.starts(c.bias_per_row(), terms)),
+              "rq": step_array(names, "rq32", layouts.rq32(mults, shifts, away))}
+    params = ConvRq(fn, c.rows, c.k, -(-c.rows // layouts.LANES), 0 if one_set else 5 * layouts.LANES, rnd,
+                    rq.output_zp, rq.lo, rq.hi)
+    return KernelChoice(fn, f"{reason}, constant bias, int8 outputs requantized in vectors "
+                        f"({'double' if away else 'single'} rounding, shifts 31..62)", layout="rows32",
+                        form="conv_rq", arrays=arrays, params=params, unread=frozenset({1, 2}),
+                        step_constants=False, files=FILES)
+
+
+def _depthwise_rq(c: ConvStep, names: ArrayNames, layout: str) -> KernelChoice | None:
+    rnd = vector_rnd(c.rq, c.y.dtype.ctype)
+    g = c.window
+    if not (rnd is not None and c.rq is not None and c.int8 and c.wzp == 0 and c.m == 1 and c.constant_weights
+            and c.bias_abs_max is not None):
+        return None
+    rq = c.rq
+    # pixels a block: channels that divide 64 with stride 1 fill the 64 lanes with neighbouring pixels
+    copies = layouts.DW_BLOCK // c.rows if c.rows < layouts.DW_BLOCK and layouts.DW_BLOCK % c.rows == 0 \
+        and g.sx == 1 else 1
+    chans = 2 * layouts.LANES if not rq.per_channel else c.rows
+    mults = np.broadcast_to(np.asarray(rq.multipliers, np.int64), (chans,))
+    shifts = np.broadcast_to(np.asarray(rq.shifts, np.int64), (chans,))
+    away = rq.fn != "qc_scale32_single"
+    tile = copies if rq.per_channel else 1
+    arrays = {"w16": step_array(names, "dw_w16", layouts.dw_w16(c.weight_rows(), copies)),
+              "starts": step_array(names, "dw_starts", layouts.dw_starts(c.bias_per_row(), copies)),
+              "rq": step_array(names, "dw_rq", layouts.dw_rq(mults, shifts, away, tile))}
+    blocks = -(-c.rows * copies // layouts.DW_BLOCK)
+    fn = _kernel("qc_hvx_dw_rq_s8", layout)
+    params = DepthwiseRq(fn, c.rows, blocks, copies, 10 * layouts.LANES if rq.per_channel else 0, g, c.izp,
+                         c.pad_value, rnd, rq.output_zp, rq.lo, rq.hi)
+    pixels = f"{copies} pixel{'s' if copies > 1 else ''} a block"
+    return KernelChoice(fn, f"int8 x int8, weight zero point 0, multiplier 1, constant weights and "
+                        f"bias, {blocks} blocks of 64 lanes ({pixels}), int8 outputs requantized in vectors "
+                        f"({'double' if away else 'single'} rounding, shifts 31..62)", layout="dw_w16",
+                        form="dw_rq", arrays=arrays, params=params, unread=frozenset({1, 2}),
+                        step_constants=False, files=FILES)
 
 
 def _depthwise(c: ConvStep) -> KernelChoice | None:
