@@ -85,7 +85,7 @@ static inline __attribute__((unused)) void qc_hvx_dot_rows32_s8(const int8_t *x,
       every int32 acc and m (the saturation needs acc = m = -2^31, excluded by m >= 0). Without rnd the same
       argument with N = P gives floor(P / 2^31).
    2. floor((P + R) / 2^s) with R a multiple of 2^31 is floor((floor(P / 2^31) + R / 2^31) / 2^r) (nested floors):
-      rnd = 0 rounds h half up at r; rnd = 1 applies RDBPOT (h / 2^r rounded half away from zero), which §5.2
+      rnd = 0 rounds h half up at r; rnd = 1 applies RDBPOT (h / 2^r rounded half away from zero), which docs/semantics.md §5.2
       shows equals DOUBLE_ROUND (the sign of h replaces the sign of acc).
    3. floor((h + c) / 2^r) for c = half + (h < 0 ? adj : 0) in [-1, 2^30] is (h >> r) + (((h & mask) + c) >> r),
       the second shift logical: 0 <= (h & mask) + c < 2^31 + 2^30, no int32 overflow (h + c could overflow).
