@@ -154,14 +154,15 @@ MODELS: dict[str, Callable[..., bytes]] = {"ds_cnn": ds_cnn, "mobilenet_v1": mob
                                            "autoencoder": autoencoder}
 
 
-_ACTIVATION_TYPES: dict[str, Callable] = {"int8": lambda t: t.QInt8, "uint8": lambda t: t.QUInt8,
-                                          "int16": lambda t: t.QInt16, "uint16": lambda t: t.QUInt16}
+_QUANT_TYPES: dict[str, Callable] = {"int8": lambda t: t.QInt8, "uint8": lambda t: t.QUInt8,
+                                     "int16": lambda t: t.QInt16, "uint16": lambda t: t.QUInt16,
+                                     "int4": lambda t: t.QInt4}
 
 
 def quantize(float_model: bytes, per_channel: bool, activations: str = "int8", reduce_range: bool = False,
-             samples: int = 8, seed: int = 0, qdq: bool = False) -> bytes:
-    """quantize_static in the QOperator format (or QDQ): int8 weights, `activations` "int8", "uint8" (or, QDQ,
-    "int16", "uint16"), calibrated on seeded normal inputs."""
+             samples: int = 8, seed: int = 0, qdq: bool = False, weights: str = "int8") -> bytes:
+    """quantize_static in the QOperator format (or QDQ): `weights` "int8" (or, QDQ, "int4"), `activations` "int8",
+    "uint8" (or, QDQ, "int16", "uint16"), calibrated on seeded normal inputs."""
     import onnx
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
@@ -181,6 +182,7 @@ def quantize(float_model: bytes, per_channel: bool, activations: str = "int8", r
         src, dst = Path(tmp) / "float.onnx", Path(tmp) / "quant.onnx"
         src.write_bytes(float_model)
         quantize_static(str(src), str(dst), Reader(), quant_format=QuantFormat.QDQ if qdq else QuantFormat.QOperator,
-                        activation_type=_ACTIVATION_TYPES[activations](QuantType),
-                        weight_type=QuantType.QInt8, per_channel=per_channel, reduce_range=reduce_range)
+                        activation_type=_QUANT_TYPES[activations](QuantType),
+                        weight_type=_QUANT_TYPES[weights](QuantType), per_channel=per_channel,
+                        reduce_range=reduce_range)
         return dst.read_bytes()

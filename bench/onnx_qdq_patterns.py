@@ -8,6 +8,9 @@ format (per tensor and per channel weights, uint8 and int8 activations; patterns
 uint16 activations), compiled, and every output element of --samples seeded inputs compared with
 onnxruntime's CPU execution provider. Also printed: the ops onnxruntime runs after its QDQ fusions (a float op
 between DequantizeLinear and QuantizeLinear is its float path). Needs onnx and onnxruntime.
+--section sixteen: products with int16 / uint16 activations and int8 / int4 weights; --section blockwise:
+hand-built MatMul / Gemm models with blockwise (opset 21 block_size) weights. Cells: differing / compared elements
+and the largest difference in output LSBs. --ort-config passes onnxruntime session configuration entries.
 """
 
 from __future__ import annotations
@@ -26,9 +29,11 @@ sys.path.insert(0, str(ROOT))
 from bench import onnx_models  # noqa: E402
 from qcodegen.codegen import generate, load_target  # noqa: E402
 from qcodegen.compiler import plan  # noqa: E402
+from qcodegen.errors import QcError  # noqa: E402
 from qcodegen.frontends.onnx import import_onnx_bytes  # noqa: E402
 from qcodegen.verify import get_runner  # noqa: E402
-from qcodegen.verify.onnx_oracle import compare_with_oracle, onnxruntime_oracle  # noqa: E402
+from qcodegen.verify.check import random_inputs  # noqa: E402
+from qcodegen.verify.onnx_oracle import onnxruntime_oracle  # noqa: E402
 
 
 def _model(nodes: list, inits: dict[str, np.ndarray], x_shape: list[int], y_shape: list[int]) -> bytes:
@@ -107,13 +112,67 @@ def patterns(seed: int = 0) -> dict[str, bytes]:
     }
 
 
+def sixteen_bit_products(seed: int = 0) -> dict[str, bytes]:
+    """Products whose activations quantize_static makes 16-bit (docs/onnx.md "16-bit activations into products")."""
+    from onnx import helper
+
+    rng = np.random.default_rng(seed)
+
+    def normal(*shape: int) -> np.ndarray:
+        return rng.normal(size=shape).astype(np.float32)
+
+    node = helper.make_node
+    flat = node("Flatten", ["x"], ["f"])
+    return {
+        "Conv": _model([node("Conv", ["x", "cw", "cb"], ["y"], pads=[1, 1, 1, 1])],
+                       {"cw": normal(8, 3, 3, 3), "cb": normal(8)}, [1, 3, 12, 12], [1, 8, 12, 12]),
+        "Conv depthwise": _model([node("Conv", ["x", "dw", "db"], ["y"], pads=[1, 1, 1, 1], group=3)],
+                                 {"dw": normal(3, 1, 3, 3), "db": normal(3)}, [1, 3, 12, 12], [1, 3, 12, 12]),
+        "Gemm": _model([flat, node("Gemm", ["f", "gw", "gb"], ["y"])], {"gw": normal(432, 10), "gb": normal(10)},
+                       [1, 3, 12, 12], [1, 10]),
+        "MatMul": _model([flat, node("MatMul", ["f", "mw"], ["y"])], {"mw": normal(432, 16)}, [1, 3, 12, 12],
+                         [1, 16]),
+        "ConvTranspose": _model([node("ConvTranspose", ["x", "tw", "tb"], ["y"], strides=[2, 2], pads=[1, 1, 0, 0],
+                                      output_padding=[1, 1])], {"tw": normal(3, 6, 3, 3), "tb": normal(6)},
+                                [1, 3, 12, 12], [1, 6, 25, 25]),
+    }
+
+
+def blockwise_matmul(op: str, weights: str, block: int, activations: str, k: int = 256, n: int = 16,
+                     seed: int = 0) -> bytes:
+    """x [4, k] -> Q/DQ (activations "uint8" / "int8") -> MatMul or Gemm with B [k, n] dequantized blockwise
+    (opset 21 block_size along K, `weights` "int8" / "int4" / "uint4", random scales, zero points 0 / 8) -> Q/DQ."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    act = {"uint8": (TensorProto.UINT8, np.uint8, 128), "int8": (TensorProto.INT8, np.int8, 0)}[activations]
+    lo, hi, zp, wtype = {"int8": (-127, 128, 0, TensorProto.INT8), "int4": (-8, 8, 0, TensorProto.INT4),
+                         "uint4": (0, 16, 8, TensorProto.UINT4)}[weights]
+    values = rng.integers(lo, hi, (k, n))
+    inits = [helper.make_tensor("wq", wtype, [k, n], values.reshape(-1).tolist()),
+             helper.make_tensor("wz", wtype, [k // block, n], [zp] * (k // block * n)),
+             numpy_helper.from_array(rng.uniform(0.002, 0.03, (k // block, n)).astype(np.float32), "ws")]
+    for name, scale, offset in (("x", 0.031, 3), ("y", 0.71, -5)):
+        inits += [numpy_helper.from_array(np.float32(scale), f"{name}_s"),
+                  numpy_helper.from_array(np.array(act[2] + offset, act[1]), f"{name}_z")]
+    node = helper.make_node
+    nodes = [node("QuantizeLinear", ["x", "x_s", "x_z"], ["xq"]),
+             node("DequantizeLinear", ["xq", "x_s", "x_z"], ["xd"]),
+             node("DequantizeLinear", ["wq", "ws", "wz"], ["w"], axis=0, block_size=block),
+             node(op, ["xd", "w"], ["p"]), node("QuantizeLinear", ["p", "y_s", "y_z"], ["yq"]),
+             node("DequantizeLinear", ["yq", "y_s", "y_z"], ["y"])]
+    graph = helper.make_graph(nodes, "blockwise", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, k])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, n])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]).SerializeToString()
+
+
 def _has_product(raw: bytes) -> bool:
     import onnx
 
     return any(n.op_type in ("Conv", "ConvTranspose", "MatMul", "Gemm") for n in onnx.load_from_string(raw).graph.node)
 
 
-def _ort_ops(raw: bytes) -> list[str]:
+def _ort_ops(raw: bytes, config: dict[str, str]) -> list[str]:
     import onnx
     import onnxruntime
 
@@ -121,39 +180,92 @@ def _ort_ops(raw: bytes) -> list[str]:
         options = onnxruntime.SessionOptions()
         options.optimized_model_filepath = str(Path(tmp) / "opt.onnx")
         options.log_severity_level = 3
+        for key, value in config.items():
+            options.add_session_config_entry(key, value)
         onnxruntime.InferenceSession(raw, options, providers=["CPUExecutionProvider"])
         return [n.op_type for n in onnx.load(options.optimized_model_filepath).graph.node]
+
+
+def _output_scales(raw: bytes) -> dict[str, float]:
+    """The scale of each graph output's DequantizeLinear (one LSB of the quantized result)."""
+    import onnx
+    from onnx import numpy_helper
+
+    graph = onnx.load_model_from_string(raw).graph
+    consts = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    producers = {n.output[0]: n for n in graph.node}
+    return {o.name: float(np.max(consts[producers[o.name].input[1]])) for o in graph.output}
+
+
+def _differences(raw: bytes, schedule, target_name: str, samples: int,
+                 config: dict[str, str]) -> tuple[int, int, int]:
+    """(differing elements, compared elements, largest difference in output LSBs) vs onnxruntime."""
+    target = load_target(target_name)
+    oracle, rng = onnxruntime_oracle(raw, config), np.random.default_rng(1)
+    scales = _output_scales(raw)
+    count = total = worst = 0
+    with tempfile.TemporaryDirectory(prefix="qc-onnx-pat-") as tmp:
+        generated = generate(schedule, Path(tmp), target, harness=target.runner == "harness")
+        runner = get_runner(target)
+        for _ in range(samples):
+            batch = random_inputs(schedule, rng)
+            got, _ = runner.run(generated, batch)
+            for name, want, have in zip(schedule.outputs, oracle(batch), got, strict=True):
+                lsb = np.rint(np.abs(want.astype(np.float64) - have.astype(np.float64)) / scales[name])
+                count, total = count + int(np.count_nonzero(want != have)), total + want.size
+                worst = max(worst, int(lsb.max()))
+    return count, total, worst
+
+
+def _row(name: str, config: str, raw: bytes, args: argparse.Namespace) -> None:
+    ort_config = dict(entry.split("=", 1) for entry in args.ort_config)
+    ops = [op for op in _ort_ops(raw, ort_config) if op not in ("QuantizeLinear", "DequantizeLinear", "Transpose")]
+    try:
+        schedule = plan(import_onnx_bytes(raw, name, "pattern"))
+    except QcError as exc:
+        print(f"| {name} | {config} | {', '.join(ops)} | refused: {exc} |", flush=True)
+        return
+    cells = []
+    for target_name in args.targets:
+        count, total, worst = _differences(raw, schedule, target_name, args.samples, ort_config)
+        cells.append(f"{count} / {total}" + (f" (max {worst} LSB)" if count else ""))
+    print(f"| {name} | {config} | {', '.join(ops)} | {' | '.join(cells)} |", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--targets", nargs="+", default=["generic", "x86-avx2"])
+    parser.add_argument("--section", choices=("patterns", "sixteen", "blockwise"), default="patterns")
     parser.add_argument("--only", nargs="*", default=None, help="patterns whose name contains one of these")
+    parser.add_argument("--ort-config", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="onnxruntime session configuration entries, e.g. "
+                             "session.qdq_matmulnbits_accuracy_level=1")
     args = parser.parse_args(argv)
     logging.getLogger().setLevel(logging.ERROR)
     print(f"| pattern | config | onnxruntime runs | {' | '.join(args.targets)} |")
     print(f"|---|---|---|{'---|' * len(args.targets)}")
-    for name, float_model in patterns().items():
+    if args.section == "blockwise":
+        for op in ("MatMul", "Gemm"):
+            for weights in ("int8", "int4", "uint4"):
+                for block in (16, 32, 64, 128):
+                    for activations in ("uint8", "int8"):
+                        raw = blockwise_matmul(op, weights, block, activations)
+                        _row(op, f"{weights} block {block}, {activations}", raw, args)
+        return 0
+    sixteen = args.section == "sixteen"
+    for name, float_model in (sixteen_bit_products() if sixteen else patterns()).items():
         if args.only and not any(word in name for word in args.only):
             continue
-        product = _has_product(float_model)
+        product = sixteen or _has_product(float_model)
+        eight = ("uint8", "int8")
         for per_channel in (False, True) if product else (False,):
-            for activations in ("uint8", "int8") if product else ("uint8", "int8", "uint16", "int16"):
-                raw = onnx_models.quantize(float_model, per_channel, activations, qdq=True)
-                ops = [op for op in _ort_ops(raw) if op not in ("QuantizeLinear", "DequantizeLinear", "Transpose")]
-                schedule = plan(import_onnx_bytes(raw, name, "pattern"))
-                cells = []
-                for target_name in args.targets:
-                    target = load_target(target_name)
-                    with tempfile.TemporaryDirectory(prefix="qc-onnx-pat-") as tmp:
-                        generated = generate(schedule, Path(tmp), target, harness=target.runner == "harness")
-                        result = compare_with_oracle(onnxruntime_oracle(raw), schedule, generated, get_runner(target),
-                                                     samples=args.samples, seed=1)
-                    total = args.samples * sum(int(np.prod(schedule.buffers[o].shape)) for o in schedule.outputs)
-                    cells.append(f"{result.mismatches} / {total}")
-                config = f"{'per-channel' if per_channel else 'per-tensor'} {activations}"
-                print(f"| {name} | {config} | {', '.join(ops)} | {' | '.join(cells)} |", flush=True)
+            for activations in ("int16", "uint16") if sixteen else eight if product else (*eight, "uint16", "int16"):
+                for weights in ("int8", "int4") if sixteen else ("int8",):
+                    raw = onnx_models.quantize(float_model, per_channel, activations, qdq=True, weights=weights)
+                    config = (f"{'per-channel' if per_channel else 'per-tensor'} {activations}"
+                              f"{f' {weights} weights' if sixteen else ''}")
+                    _row(name, config, raw, args)
     return 0
 
 

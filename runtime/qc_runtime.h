@@ -209,10 +209,12 @@ QC_INLINE uint64_t qc_rne_shr64(uint64_t x, int s) {
 
 /* round_half_even(f32(f32(v) * s)) for the float32 scale s = m * 2^-k (0 <= m < 2^24), exactly as IEEE binary32
  * arithmetic in round-to-nearest-even mode computes it, saturated to [-2^40, 2^40] (callers clamp to their output
- * range). Proof of exactness, step by step (magnitudes; every rounding here is symmetric in the sign):
+ * range), given a = |v| and the sign: qc_scale_f32 (int32 v) and qc_scale_f32_64 (int64 v) below. Proof of
+ * exactness, step by step (magnitudes; every rounding here is symmetric in the sign):
  *  1. f32(v): an integer of n significant bits is a float32 exactly when n <= 24; otherwise the conversion keeps
  *     the 24 leading bits, rounding the n - 24 dropped ones half to even. So a * 2^e == f32(|v|) exactly, with
- *     a <= 2^24 (a carry may reach 2^24, still exact). |v| <= 2^31, so n - 24 <= 8.
+ *     a <= 2^24 (a carry may reach 2^24, still exact). |v| <= 2^63 (int32 accumulators, or the int64 ones of
+ *     16 x 8-bit products), so n - 24 <= 39.
  *  2. The product f32(|v|) * s is a * m * 2^(e - k), a * m < 2^48 exact in uint64. The binary32 multiplication
  *     rounds it to 24 significant bits, half to even -- the same dropping of low bits as in step 1 -- when the
  *     result is a normal number. Results below 2^-126 (where binary32 rounds at 2^-149 instead) and results
@@ -220,8 +222,7 @@ QC_INLINE uint64_t qc_rne_shr64(uint64_t x, int s) {
  *     A result above the binary32 range (infinity in float) saturates here, as it saturates after clamping there.
  *  3. p * 2^e with p <= 2^24: e >= 0 is an integer (saturated beyond 2^40); e < -25 is below 2^24 / 2^26 = 1/4,
  *     i.e. 0; otherwise p / 2^-e rounded half to even, what cvtps2dq / vcvtnq / nearbyintf do in that mode. */
-QC_INLINE int64_t qc_scale_f32(int32_t v, int32_t m, int k) {
-  uint32_t a = v < 0 ? (uint32_t)0 - (uint32_t)v : (uint32_t)v;
+QC_INLINE int64_t qc_scale_f32_magnitude(uint64_t a, int negative, int32_t m, int k) {
   uint64_t p;
   uint32_t q;
   int e = -k;
@@ -229,10 +230,10 @@ QC_INLINE int64_t qc_scale_f32(int32_t v, int32_t m, int k) {
   if (a == 0 || m == 0) return 0;
   if (a >> 24) {  /* step 1 (below 2^24 the conversion is exact) */
     n = qc_bitlen64(a);
-    a = (uint32_t)qc_rne_shr64(a, n - 24);
+    a = qc_rne_shr64(a, n - 24);
     e += n - 24;
   }
-  p = (uint64_t)a * (uint32_t)m;  /* step 2 */
+  p = (uint64_t)(uint32_t)a * (uint32_t)m;  /* step 2 (a <= 2^24 now: one 32 x 32 -> 64 multiply) */
   n = qc_bitlen64(p);
   q = n > 24 ? (uint32_t)qc_rne_shr64(p, n - 24) : (uint32_t)p;
   e += n > 24 ? n - 24 : 0;
@@ -248,7 +249,18 @@ QC_INLINE int64_t qc_scale_f32(int32_t v, int32_t m, int k) {
     const uint32_t half = 1u << (s - 1);
     p = t + (uint32_t)(rem > half || (rem == half && (t & 1u)));
   }
-  return v < 0 ? -(int64_t)p : (int64_t)p;
+  return negative ? -(int64_t)p : (int64_t)p;
+}
+
+/* The int32 entry (accumulators of 8-bit products): the magnitude zero-extended, so the compiler keeps step 1's
+ * test and the magnitude in 32 bits. */
+QC_INLINE int64_t qc_scale_f32(int32_t v, int32_t m, int k) {
+  return qc_scale_f32_magnitude(v < 0 ? (uint32_t)0 - (uint32_t)v : (uint32_t)v, v < 0, m, k);
+}
+
+/* The int64 entry (the i48 accumulators of 16 x 8-bit products). */
+QC_INLINE int64_t qc_scale_f32_64(int64_t v, int32_t m, int k) {
+  return qc_scale_f32_magnitude(v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, v < 0, m, k);
 }
 
 /* qc_scale_f32(v, m, k) for 2 <= k <= 60, 0 < m < 2^24 and |v| within the bound the window w was computed for

@@ -76,6 +76,19 @@ def test_random_pairs_bit_exact():
     _exact(acc, scales)
 
 
+def test_int64_accumulators_bit_exact():
+    """i48 input (the int64 accumulator of 16 x 8-bit products): f32(acc) drops up to 23 bits below 2^47."""
+    powers = np.array([1 << p for p in range(24, 47)], np.int64)
+    around = (powers[:, None] + np.arange(-3, 4)[None, :]).reshape(-1)
+    rng = np.random.default_rng(2)
+    values = np.concatenate([around, -around, rng.integers(-(1 << 47), 1 << 47, 4000), [0, (1 << 47) - 1]])
+    scales = [2.0 ** -30, 3.3e-9, 1.0 / 3.0 * 2.0 ** -20, 7.1e-12]
+    values = np.resize(values, (values.size // len(scales) + 1) * len(scales)).reshape(-1, len(scales))
+    sched = step_schedule("RESCALE_F32", [Var(values.shape, "i48")], [(values.shape, "i32")], scale=scales)
+    assert_bit_exact(sched, inputs=[[values]])
+    assert_clang_sanitized(sched)
+
+
 def test_ties_near_float_rounding_boundaries():
     """Accumulators whose exact product lies within a float32 ulp of k + 1/2: the float32 rounding decides."""
     rng = np.random.default_rng(3)

@@ -195,10 +195,10 @@ class _Rewrite:
             if op.kind not in _PRODUCTS or len(op.inputs) < 2:
                 continue
             w = self.graph.tensors[op.inputs[1]]
-            if w.is_const and w.quant is not None and w.dtype.name in ("i4", "u4") and w.quant.kind != "sub_channel":
+            if w.is_const and w.quant is not None and w.dtype.name in ("i4", "u4"):
                 q = w.quant
-                wide = QuantType("i8", q.scales, q.zero_points, axis=q.axis, storage_min=q.storage_min,
-                                 storage_max=q.storage_max)
+                wide = QuantType("i8", q.scales, q.zero_points, axis=q.axis, block_sizes=q.block_sizes,
+                                 storage_min=q.storage_min, storage_max=q.storage_max)
                 self.graph.tensors[w.name] = type(w)(w.name, w.shape, "i8", wide, np.asarray(w.data, np.int8))
 
     def prune(self) -> None:

@@ -13,7 +13,8 @@ The numpy reference is that definition, evaluated in numpy float32. The C (runti
 emulates both binary32 roundings and the final rounding in integer arithmetic, with the scale given as
 scale = m * 2^-k (m < 2^24) at plan time. No float is executed at run time.
 
-inputs: x (i8, i16 or i32). attrs: scale (list of float32 values: one, or one per channel along `axis`), axis
+inputs: x (i8, i16, i32, or i48: the int64 accumulator of 16 x 8-bit products, always in the full emulation).
+attrs: scale (list of float32 values: one, or one per channel along `axis`), axis
 (default -1), output_zp, out_min / out_max (default the output type range). Output: i8, u8, i16, u16 or i32.
 """
 
@@ -40,6 +41,7 @@ class F32Requantization(Primitive):
 
     inplace = True
     KEYS: tuple[str, ...] = ("scale",)
+    IN_TYPES: tuple[str, ...] = _IN_TYPES
 
     def infer_shapes(self, io: StepIO) -> list[tuple[int, ...]]:
         return [io.ins[0].shape]
@@ -65,7 +67,7 @@ class F32Requantization(Primitive):
         op = self.name
         require(len(io.ins) == 1 and len(io.outs) == 1, f"{op}: needs one input and one output")
         x, y = io.ins[0], io.outs[0]
-        require(x.dtype.name in _IN_TYPES, f"{op}: input type {x.dtype} is not one of {list(_IN_TYPES)}")
+        require(x.dtype.name in self.IN_TYPES, f"{op}: input type {x.dtype} is not one of {list(self.IN_TYPES)}")
         require(y.dtype.name in _OUT_TYPES, f"{op}: output type {y.dtype} is not one of {list(_OUT_TYPES)}")
         self._check(io)
         if self.per_channel(io):
@@ -105,6 +107,7 @@ class F32Requantization(Primitive):
 @register
 class RescaleF32(F32Requantization):
     name = "RESCALE_F32"
+    IN_TYPES = (*_IN_TYPES, "i48")
 
     def scales(self, io: StepIO) -> np.ndarray:
         return self.values(io, "scale")
@@ -125,11 +128,12 @@ class RescaleF32(F32Requantization):
     def single_roundings(self, io: StepIO) -> list[single.SingleRounding] | None:
         """Per channel, the single rounding equal to this step over its input's value range (docs/semantics.md
         §14.5, shifts of at least 32, where TOSA's REQUIRE bounds no accumulator), or None when some channel has
-        none (or the output clamp spans 2^16 values or more: the enumeration runs over its half-integers)."""
+        none (or the output clamp spans 2^16 values or more: the enumeration runs over its half-integers; or the
+        input is i48: the single-rounding forms take |x| < 2^31)."""
         lo, hi = self.bounds(io)
-        if hi - lo >= 1 << 16:
-            return None
         x = io.ins[0]
+        if hi - lo >= 1 << 16 or x.dtype.name == "i48":
+            return None
         acc = x.value_range or (x.dtype.min, x.dtype.max)
         zp = int(io.attrs.get("output_zp", 0))
         zero = single.SingleRounding(0, 32, 0, 0)  # scale 0: every result is 0
@@ -143,20 +147,22 @@ class RescaleF32(F32Requantization):
         per-channel arguments after the value: qc_scale32_single (multiplier, shift) when single rounding is
         proved for every channel; else qc_scale_f32_fast (mantissa, exponent, window: single rounding outside
         the window, the exact emulation inside) when every scale takes it; else qc_scale_f32 (mantissa,
-        exponent)."""
+        exponent; qc_scale_f32_64 for an i48 input)."""
         found = self.single_roundings(io)
         if found is not None:
             return "qc_scale32_single", "single", {"multiplier": np.array([f.multiplier for f in found], np.int32),
                                                    "shift": np.array([f.shift for f in found], np.int8)}
         m, k = mantissa_exponent(self.scales(io))
         x = io.ins[0]
-        if all(mm == 0 or single.eligible(mm, kk) for mm, kk in zip(m.tolist(), k.tolist(), strict=True)):
+        eligible = all(mm == 0 or single.eligible(mm, kk) for mm, kk in zip(m.tolist(), k.tolist(), strict=True))
+        if eligible and x.dtype.name != "i48":  # the single-rounding forms take |x| < 2^31
             k = np.where(m == 0, 32, k)
             bound = max(-x.value_range[0], x.value_range[1]) if x.value_range else max(-x.dtype.min, x.dtype.max)
             w = [single.window(mm, kk, bound) for mm, kk in zip(m.tolist(), k.tolist(), strict=True)]
             return "qc_scale_f32_fast", "window", {"mantissa": m.astype(np.int32), "exponent": k.astype(np.int16),
                                                    "window": np.array(w, np.int64)}
-        return "qc_scale_f32", "exact", {"mantissa": m.astype(np.int32), "exponent": k.astype(np.int16)}
+        fn = "qc_scale_f32_64" if x.dtype.name == "i48" else "qc_scale_f32"
+        return fn, "exact", {"mantissa": m.astype(np.int32), "exponent": k.astype(np.int16)}
 
     def constants(self, io: StepIO) -> dict[str, np.ndarray]:
         return self.form(io)[2] if self.per_channel(io) else {}
@@ -167,5 +173,6 @@ class RescaleF32(F32Requantization):
         per_channel = self.per_channel(io)
         geometry = axis_split(io.ins[0].shape, self.axis(io)) if per_channel else {}
         return dict(geometry, per_channel=per_channel, size=io.ins[0].size, fn=fn, form=name,
+                    in_ctype="int64_t" if io.ins[0].dtype.name == "i48" else "int32_t",
                     args=[dict(name=key, ctype=_CTYPES[v.dtype.name], value=int(v[0])) for key, v in args.items()],
                     output_zp=int(io.attrs.get("output_zp", 0)), lo=lo, hi=hi)

@@ -33,7 +33,9 @@ def _inputs(raw: bytes) -> list[tuple[str, np.dtype]]:
             if v.name not in initializers]
 
 
-def onnxruntime_oracle(raw: bytes) -> Oracle:
+def onnxruntime_oracle(raw: bytes, config: dict[str, str] | None = None) -> Oracle:
+    """onnxruntime's CPU execution provider, one thread; `config`: session configuration entries (e.g.
+    session.qdq_matmulnbits_accuracy_level)."""
     try:
         import onnxruntime
     except ImportError:
@@ -41,6 +43,8 @@ def onnxruntime_oracle(raw: bytes) -> Oracle:
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = 1
     options.log_severity_level = 3
+    for key, value in (config or {}).items():
+        options.add_session_config_entry(key, value)
     try:
         session = onnxruntime.InferenceSession(raw, options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own exception types
