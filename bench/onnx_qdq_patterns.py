@@ -65,7 +65,7 @@ def patterns(seed: int = 0) -> dict[str, bytes]:
     return {
         "ConvTranspose": _model([conv(), node("ConvTranspose", ["c", "tw", "tb"], ["y"], strides=[2, 2],
                                               pads=[1, 1, 0, 0], output_padding=[1, 1])],
-                                {**base, "tw": normal(8, 6, 3, 3), "tb": normal(6)}, [1, 3, 12, 12], [1, 6, 24, 24]),
+                                {**base, "tw": normal(8, 6, 3, 3), "tb": normal(6)}, [1, 3, 12, 12], [1, 6, 25, 25]),
         "Resize nearest": _model([conv(), node("Resize", ["c", "", "sc"], ["y"], mode="nearest")],
                                  {**base, "sc": np.array([1, 1, 2, 2], np.float32)}, [1, 3, 12, 12], [1, 8, 24, 24]),
         "ReduceMean (H, W) -> Gemm": _model(
