@@ -23,7 +23,7 @@ from qcodegen.verify.check import random_inputs, verify_schedule  # noqa: E402
 from qcodegen.verify.onnx_oracle import compare_with_oracle, onnxruntime_oracle  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
-from onnx_cases import Models  # noqa: E402
+from onnx_cases import NP, Models  # noqa: E402
 
 
 def _conv(m: Models, dt: str, x_shape, w_shape, per_channel: bool, **attrs) -> None:
@@ -227,6 +227,83 @@ def test_element_wise_tables_equal_onnxruntime_on_every_operand_pair(op, scalar,
         q = [QuantType.per_tensor(dt, s, z) for s, z in zip(scales, zps, strict=True)]
         table = add_table(*q, scalar) if op == "QLinearAdd" else mul_table(*q)
         assert np.array_equal(table.reshape(256, 256), want.astype(np.int64))
+
+
+_ACTIVATIONS = {"Sigmoid": {}, "Tanh": {}, "LeakyRelu": {"alpha": 0.13}, "HardSigmoid": {"alpha": 0.3, "beta": 0.4},
+                "HardSwish": {}}
+
+
+@pytest.mark.parametrize("dt", ["i8", "u8", "i16", "u16"])
+def test_activation_tables_equal_onnxruntime_on_every_stored_value(dt):
+    """DequantizeLinear -> Sigmoid / Tanh / LeakyRelu / HardSigmoid / HardSwish -> QuantizeLinear in onnxruntime
+    (8-bit: its QLinear lookup tables or float kernels; 16-bit: its float kernels, MLAS's rational approximations
+    for Sigmoid and Tanh) against the plan-time tables at all 256 / 65,536 stored inputs (uint data rebased to signed
+    storage, as the importer stores it); the correctly rounded Sigmoid and Tanh differ from onnxruntime at 16 bits."""
+    from qcodegen.ir.quant import QuantType
+    from qcodegen.semantics import onnxruntime as ort_math
+
+    info = np.iinfo(NP[dt])
+    offset = 0 if info.min < 0 else (info.max + 1) // 2
+    stored = np.arange(info.min, info.max + 1)
+    storage = "i8" if info.bits == 8 else "i16"
+    sx = float(np.float32(9.0 / (info.max - info.min)))  # inputs about -4.5 .. 4.5
+    zx, sy, zy = info.min + (info.max - info.min) // 2 + 3, float(np.float32(2.1 / (info.max - info.min))), offset
+    m = Models(seed=0)
+    x = m.node("DequantizeLinear", [m.input((stored.size,), dt), *m.qparams(sx, zx, dt)])
+    for op, attrs in _ACTIVATIONS.items():
+        m.output(m.node("QuantizeLinear", [m.node(op, [x], **attrs), *m.qparams(sy, zy, dt)]), None, dt)
+    results = onnxruntime_oracle(m.model(opset=21))([stored.astype(NP[dt])])
+    qx, qy = QuantType.per_tensor(storage, sx, zx - offset), QuantType.per_tensor(storage, sy, zy - offset)
+    functions = [ort_math.sigmoid, ort_math.tanh, ort_math.leaky_relu(0.13), ort_math.hard_sigmoid(0.3, 0.4),
+                 ort_math.hard_swish]
+    for op, fn, got in zip(_ACTIVATIONS, functions, results, strict=True):
+        assert np.array_equal(ort_math.unary_table(qx, qy, fn), got.astype(np.int64) - offset), op
+    if info.bits == 16:
+        correctly_rounded = [lambda v: (1 / (1 + np.exp(-v.astype(np.float64)))).astype(np.float32),
+                             lambda v: np.tanh(v.astype(np.float64)).astype(np.float32)]
+        for fn, got in zip(correctly_rounded, results, strict=False):
+            assert not np.array_equal(ort_math.unary_table(qx, qy, fn), got.astype(np.int64) - offset)
+
+
+def _f32(exact: Fraction) -> Fraction:
+    """`exact` rounded to the nearest float32, ties to even (exact rational arithmetic)."""
+    near = np.float32(float(exact))
+    candidates = [np.nextafter(near, np.float32(-np.inf)), near, np.nextafter(near, np.float32(np.inf))]
+    best = min(candidates, key=lambda c: (abs(Fraction(float(c)) - exact), int(np.array(c).view(np.uint32)) & 1))
+    return Fraction(float(best))
+
+
+def _mlas_scalar(x: float, bound: float, numerator: list[float], denominator: list[float]) -> Fraction:
+    """x * P(x^2) / Q(x^2) as the FMA3 kernels compute it, one element in exact rationals: each fused multiply-add
+    and each other operation rounded once to float32."""
+    v = Fraction(float(min(max(np.float32(x), np.float32(-bound)), np.float32(bound))))
+    x2 = _f32(v * v)
+
+    def horner(coefficients: list[float]) -> Fraction:
+        c = [Fraction(float(np.float32(ci))) for ci in coefficients]
+        acc = _f32(x2 * c[0] + c[1])
+        for ci in c[2:]:
+            acc = _f32(acc * x2 + ci)
+        return acc
+
+    return _f32(_f32(v * horner(numerator)) / horner(denominator))
+
+
+def test_mlas_logistic_and_tanh_equal_a_scalar_rational_evaluation():
+    """sigmoid / tanh (numpy, fused multiply-adds via float64 pairs) against the same kernels evaluated one element at
+    a time in exact rationals, at sampled inputs: the clamp bounds, near zero, and random values."""
+    from qcodegen.semantics import onnxruntime as ort_math
+
+    rng = np.random.default_rng(3)
+    x = np.concatenate([[0.0, -18.0, 18.0, 9.0, -9.0, 25.0, -1e-6, 3e-8], rng.uniform(-20, 20, 150),
+                        rng.normal(0, 0.01, 50)]).astype(np.float32)
+    got_sigmoid, got_tanh = ort_math.sigmoid(x), ort_math.tanh(x)
+    logistic = (list(ort_math.LOGISTIC_NUMERATOR), list(ort_math.LOGISTIC_DENOMINATOR))
+    tanh = (list(ort_math.TANH_NUMERATOR), list(ort_math.TANH_DENOMINATOR))
+    for i, v in enumerate(x):
+        want = max(_f32(_mlas_scalar(v, 18.0, *logistic) + Fraction(1, 2)), Fraction(0))
+        assert Fraction(float(got_sigmoid[i])) == want, f"sigmoid({v})"
+        assert Fraction(float(got_tanh[i])) == _mlas_scalar(v, 9.0, *tanh), f"tanh({v})"
 
 
 def test_clang_strict_and_sanitized():

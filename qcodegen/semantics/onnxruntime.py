@@ -3,8 +3,9 @@ time to derive scales and tables, and by the references of the primitives that r
 
 All of it is IEEE binary32 arithmetic, round to nearest even, one operation at a time, in the order of
 onnxruntime's sources (MLAS x86-64 kernels; quantize_linear_matmul.cc, qlinearconv.cc, quant_gemm.cc,
-qlinear_lookup_table.cc, qladd.cpp / qladd_avx2.cpp, qlmul.cpp). Fused multiply-adds (the AVX2 QLinearAdd kernel
-uses _mm256_fmadd_ps) are rounded once, exactly (f32_fma).
+qlinear_lookup_table.cc, qladd.cpp / qladd_avx2.cpp, qlmul.cpp, the FMA3 logistic and tanh kernels). Fused
+multiply-adds (the AVX2 QLinearAdd kernel's _mm256_fmadd_ps, the polynomials' vfmadd*ps) are rounded once, exactly
+(f32_fma).
 """
 
 from __future__ import annotations
@@ -75,12 +76,13 @@ def quantize(values: np.ndarray, q: QuantType) -> np.ndarray:
 
 
 def storage_grid(q: QuantType) -> np.ndarray:
-    """Every stored value of an 8-bit type, in table order (storage minimum first)."""
+    """Every stored value of an 8- or 16-bit type, in table order (storage minimum first)."""
     return np.arange(q.storage.min, q.storage.max + 1, dtype=np.int64)
 
 
 def unary_table(qx: QuantType, qy: QuantType, fn: FloatFn) -> np.ndarray:
-    """onnxruntime's 256-entry table of `fn` (float32 -> float32): dequantize, fn, MlasQuantizeLinear."""
+    """onnxruntime's float path of `fn` (float32 -> float32) at every stored value (256 or 65,536 entries):
+    dequantize, fn, MlasQuantizeLinear."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         return quantize(fn(dequantize(storage_grid(qx), qx)).astype(F32), qy)
 
@@ -93,11 +95,6 @@ def float_binary_table(qa: QuantType, qb: QuantType, qc: QuantType,
     b = dequantize(storage_grid(qb), qb)[None, :]
     with np.errstate(over="ignore", invalid="ignore"):
         return quantize(fn(a, b).astype(F32), qc).reshape(-1)
-
-
-def tanh(v: np.ndarray) -> np.ndarray:
-    """tanh correctly rounded to float32 (MLAS evaluates a rational approximation instead)."""
-    return np.tanh(v.astype(np.float64)).astype(F32)
 
 
 def hard_sigmoid(alpha: float, beta: float) -> FloatFn:
@@ -117,9 +114,45 @@ def leaky_relu(alpha: float) -> FloatFn:
     return lambda v: np.where(v >= 0, v, f32_product(a, v))
 
 
+def _horner_fma(x2: np.ndarray, coefficients: tuple[float, ...]) -> np.ndarray:
+    """c0 * x2^n + ... + cn by Horner's rule, each step one fused multiply-add (vfmadd*ps)."""
+    c = [F32(v) for v in coefficients]
+    acc = f32_fma(x2, c[0], c[1])
+    for ci in c[2:]:
+        acc = f32_fma(acc, x2, ci)
+    return acc
+
+
+def _mlas_rational(v: np.ndarray, bound: float, numerator: tuple[float, ...],
+                   denominator: tuple[float, ...]) -> np.ndarray:
+    """x * P(x^2) / Q(x^2) with x = v clamped to [-bound, bound]: the shape of MLAS's logistic and tanh kernels
+    (Eigen's coefficients; x^2, x * P and the quotient rounded to float32, P and Q by fused multiply-adds)."""
+    x = np.minimum(np.maximum(np.asarray(v, F32), F32(-bound)), F32(bound))
+    x2 = (x * x).astype(F32)
+    with np.errstate(all="ignore"):
+        return ((x * _horner_fma(x2, numerator)).astype(F32) / _horner_fma(x2, denominator)).astype(F32)
+
+
+LOGISTIC_NUMERATOR = (4.37031012579801e-11, 1.15627324459942e-07, 6.08574864600143e-05, 8.51377133304701e-03,
+               2.48287947061529e-01)
+LOGISTIC_DENOMINATOR = (6.10247389755681e-13, 5.76102136993427e-09, 6.29106785017040e-06, 1.70198817374094e-03,
+               1.16817656904453e-01, 9.93151921023180e-01)
+TANH_NUMERATOR = (-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
+           1.48572235717979e-05, 6.37261928875436e-04, 4.89352455891786e-03)
+TANH_DENOMINATOR = (1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03, 4.89352518554385e-03)
+
+
 def sigmoid(v: np.ndarray) -> np.ndarray:
-    """The logistic function correctly rounded to float32 (MLAS evaluates a polynomial approximation instead)."""
-    return (1.0 / (1.0 + np.exp(-v.astype(np.float64)))).astype(F32)
+    """MlasComputeLogistic as x86-64 CPUs with AVX2 and FMA3 run it (MlasComputeLogisticF32KernelFma3):
+    max(0, x * P(x^2) / Q(x^2) + 0.5), x clamped to [-18, 18]."""
+    ratio = _mlas_rational(v, 18.0, LOGISTIC_NUMERATOR, LOGISTIC_DENOMINATOR)
+    return np.maximum((ratio + F32(0.5)).astype(F32), F32(0))
+
+
+def tanh(v: np.ndarray) -> np.ndarray:
+    """MlasComputeTanh as x86-64 CPUs with AVX2 and FMA3 run it (MlasComputeTanhF32KernelFma3): x * P(x^2) /
+    Q(x^2), x clamped to [-9, 9]."""
+    return _mlas_rational(v, 9.0, TANH_NUMERATOR, TANH_DENOMINATOR)
 
 
 def _saturate(v: np.ndarray, q: QuantType) -> np.ndarray:

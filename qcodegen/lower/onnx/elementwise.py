@@ -2,11 +2,13 @@
 quantized Sub and Tanh (which onnxruntime runs in float between DQ and Q) -> tables of onnxruntime's float32
 arithmetic (qcodegen/semantics/onnxruntime.py), exact by construction.
 
-Sigmoid, LeakyRelu, Tanh: a 256-entry TABLE, as onnxruntime itself builds (its Sigmoid and Tanh use MLAS's
-approximations, ours the correctly rounded functions: docs/onnx.md). Add and Mul: a 65,536-entry LOOKUP of the
-x86-64 kernels' formulas over both stored operands (numpy broadcasting; the kernel's scalar or vector form as
-onnxruntime's broadcasting loop picks it, decided at import); Sub, and an int8 QDQ Add of a constant (attr
-float_path, which onnxruntime does not fuse): of the float path (dequantize, add / subtract, quantize, float32).
+Sigmoid, LeakyRelu, Tanh, HardSigmoid, HardSwish: a table of the stored input, as onnxruntime itself builds for 8
+bits (256 entries; Sigmoid and Tanh: MLAS's rational approximations, emulated); 16-bit data (no QLinear kernel:
+onnxruntime runs the float op between DQ and Q) the same function over 65,536 entries. Add and Mul: a
+65,536-entry LOOKUP of the x86-64 kernels' formulas over both stored operands (numpy broadcasting; the kernel's
+scalar or vector form as onnxruntime's broadcasting loop picks it, decided at import); Sub, and an int8 QDQ Add
+of a constant (attr float_path, which onnxruntime does not fuse): of the float path (dequantize, add / subtract,
+quantize, float32).
 Operands or results of 16 bits (2^32 pairs, no table): BINARY_F32, the float path's float32 operations emulated
 per element (onnxruntime has no 16-bit QLinearAdd / QLinearMul and runs them in float).
 """
@@ -38,9 +40,8 @@ from .tables import table, table2
 @rule("onnx.QLinearSigmoid", "onnx.QLinearLeakyRelu", "onnx.Tanh", "onnx.HardSigmoid", "onnx.HardSwish")
 def lower_unary(lw: Lowerer, op: Op) -> None:
     x, y = lw.tensor_in(0), lw.tensor_out(0)
-    if x.dtype.bits != 8 or y.dtype.bits != 8:  # 16-bit: onnxruntime's float path with MLAS's approximations,
-        # which the tables do not reproduce (Sigmoid: 6 of 8,400 values differed by 1 LSB at 16 bits)
-        raise UnsupportedError(f"{lw.label}: {x.dtype} -> {y.dtype} (supported: 8-bit data)")
+    if x.dtype.bits not in (8, 16) or y.dtype.bits not in (8, 16):
+        raise UnsupportedError(f"{lw.label}: {x.dtype} -> {y.dtype} (supported: 8- and 16-bit data)")
     if op.kind == "onnx.HardSigmoid":
         fn = hard_sigmoid(float(lw.attr("alpha")), float(lw.attr("beta")))
     else:

@@ -1,5 +1,6 @@
-"""Plan-time tables of onnxruntime's element-wise arithmetic on 8-bit data (qcodegen/semantics/onnxruntime.py):
-exact by construction. One input: a 256-entry TABLE (int8 -> int8); two inputs: a 65,536-entry LOOKUP."""
+"""Plan-time tables of onnxruntime's element-wise arithmetic (qcodegen/semantics/onnxruntime.py): exact by
+construction. One input: a 256-entry TABLE (int8 -> int8) or a 65,536-entry LOOKUP (16-bit input); two 8-bit
+inputs: a 65,536-entry LOOKUP."""
 
 from __future__ import annotations
 
