@@ -167,7 +167,8 @@ def _selection_and_transposed_cases(m: Models, x: str, a: str, dt: str) -> None:
 
 def _sixteen_bit_cases(m: Models, dt: str) -> None:
     """16-bit activations (com.microsoft Q/DQ, as quantize_static writes QInt16 / QUInt16 before opset 21) around
-    data movement and Relu: onnxruntime's float path, which the requantization tables (65,536 entries) reproduce;
+    data movement, Relu and Sigmoid / Tanh / LeakyRelu / HardSigmoid / HardSwish: onnxruntime's float path, which
+    the tables of the stored input (65,536 entries) reproduce;
     Add / Sub / Mul (broadcast) and Resize linear / cubic: the float paths BINARY_F32 and RESIZE_F32 emulate."""
     zp = 0 if dt == "i16" else 32768
 
@@ -193,6 +194,12 @@ def _sixteen_bit_cases(m: Models, dt: str) -> None:
              "f32")
     m.output(qdq16(m.node("Resize", [x, "", m.const([1, 1, 2, 1.5], "f32")], mode="cubic", exclude_outside=1),
                    0.00047, 1), None, "f32")
+    wide = qdq16(m.input((1, 4, 7, 6), "f32"), 0.00023, -9)  # inputs up to about +-7.5: every branch of the ops
+    m.output(qdq16(m.node("Sigmoid", [wide]), 1 / 65536, -32768), None, "f32")
+    m.output(qdq16(m.node("Tanh", [wide]), 1 / 32768, 0), None, "f32")
+    m.output(qdq16(m.node("LeakyRelu", [wide], alpha=0.13), 0.00019, -20000), None, "f32")
+    m.output(qdq16(m.node("HardSigmoid", [wide], alpha=0.3, beta=0.4), 1 / 65000, -32768), None, "f32")
+    m.output(qdq16(m.node("HardSwish", [wide]), 0.00013, -28000), None, "f32")
 
 
 def _int4(m: Models, values, signed: bool) -> str:
