@@ -109,6 +109,10 @@ def patterns(seed: int = 0) -> dict[str, bytes]:
              node("Gather", ["p", "idx3"], ["g"], axis=1), node("Resize", ["g", "", "sc"], ["y"], mode="nearest")],
             {**k, "idx3": np.array([2, 0, 1, 2], np.int64), "sc": np.array([1, 1, 2, 1.5], np.float32)},
             [1, 3, 12, 12], [1, 4, 12, 9]),
+        "HardSwish, LeakyRelu, HardSigmoid, Sigmoid": _model(
+            [offset(), node("HardSwish", ["a0"], ["h"]), node("LeakyRelu", ["h"], ["r"], alpha=0.1),
+             node("HardSigmoid", ["r"], ["s"], alpha=0.4, beta=0.5), node("Sigmoid", ["s"], ["y"])], k,
+            [1, 3, 12, 12], [1, 3, 12, 12]),
     }
 
 
