@@ -129,9 +129,9 @@ def rescale(acc: np.ndarray, mults, shifts, rounding: str, zp: int, lo: int, hi:
 
 def conv_schedule(op: str, x_shape, w: np.ndarray, bias: np.ndarray, y_shape, y_dtype: str = "i8",
                   izp: int = -128, wzp: int = 0, mults=(1 << 30,), shifts=(38,), rounding: str = "double_round",
-                  **conv) -> Schedule:
+                  exceptions=(), **conv) -> Schedule:
     """op over int8 x (constant weights, i32 bias), its accumulator requantized to y_dtype (fused: FUSED_CONV), or
-    stored as i32 (y_dtype "i32")."""
+    stored as i32 (y_dtype "i32"); exceptions: the RESCALE's (channel, accumulator, value) triples."""
     sched = Schedule("t")
     acc = "y" if y_dtype == "i32" else "acc"
     for name, shape, dt, kind, values in [("x", x_shape, "i8", INPUT, None), ("w", w.shape, "i8", CONST, w),
@@ -145,7 +145,7 @@ def conv_schedule(op: str, x_shape, w: np.ndarray, bias: np.ndarray, y_shape, y_
     if acc == "acc":
         sched.steps.append(Step("RESCALE", ["acc"], ["y"], dict(
             multiplier=list(mults), shift=list(shifts), input_zp=0, output_zp=3 if y_dtype == "i8" else 0,
-            scale32=True, rounding=rounding,
-            per_channel=len(mults) > 1), "r"))
+            scale32=True, rounding=rounding, per_channel=len(mults) > 1,
+            **({"exceptions": [list(e) for e in exceptions]} if exceptions else {})), "r"))
         fuse_conv_rescale(sched)
     return prepare(sched)

@@ -11,7 +11,8 @@ import numpy as np
 
 from . import primitives
 from .codegen.targets import load_target
-from .ir.schedule import TEMP, Exactness, Schedule
+from .ir.rescale import RescaleParams
+from .ir.schedule import TEMP, Exactness, Schedule, StepIO
 from .ir.state import StateVar
 from .kernels import KernelPlan, plan_kernels
 from .kernels.names import c_identifier
@@ -24,6 +25,20 @@ def _short(values: Any) -> Any:
         return None
     values = [int(v) for v in np.atleast_1d(values).reshape(-1)]  # a list per channel, or one value (MUL shift)
     return values[0] if len(set(values)) == 1 else values
+
+
+def requantization_form(io: StepIO) -> str | None:
+    """How a RESCALE or RESCALE_F32 step's C requantizes (docs/semantics.md §14.5): its rounding, and the
+    exceptions to single rounding its stores compare; a RESCALE_F32's C function."""
+    if io.step.op == "RESCALE_F32":
+        return primitives.get("RESCALE_F32").form(io)[0]
+    if io.step.op != "RESCALE":
+        return None
+    r = RescaleParams.from_attrs(io.attrs)
+    if not r.exceptions:
+        return r.rounding.value
+    channels = len({c for c, _, _ in r.exceptions})
+    return f"{r.rounding.value} + {len(r.exceptions)} exception(s) in {channels} channel(s)"
 
 
 def generic_plan(schedule: Schedule) -> KernelPlan:
@@ -94,6 +109,7 @@ def inspect_dict(schedule: Schedule, plan: KernelPlan | None = None, target: str
             "macs": primitives.get(step.op).macs(io),
             "multiplier": _short(step.attrs.get("multiplier")),
             "shift": _short(step.attrs.get("shift")),
+            "requantization": requantization_form(io),
             "acc_bound": list(step.acc_bound) if step.acc_bound else None,
             "widened": None if step.widened is None else {"reason": step.widened.reason,
                                                           "bound": list(step.widened.bound)},
@@ -185,6 +201,9 @@ def inspect_text(d: dict[str, Any]) -> str:
         lines.append(f"{k:>3}  {s['op']:<18} {shape:<18} {s['macs']:>11,}  {ms:<22} {acc:<26} {arena:<9} {kernel}")
     for note in d["notes"]:
         lines.append(f"note: {note}")
+    for k, s in enumerate(d["steps"]):
+        if s["requantization"] and (s["op"] == "RESCALE_F32" or "exception" in s["requantization"]):
+            lines.append(f"requantization: step {k} ({s['source'] or s['op']}): {s['requantization']}")
     for k, s in enumerate(d["steps"]):
         if s["widened"]:
             lines.append(f"widened: step {k} ({s['source'] or s['op']}): int64, saturated: {s['widened']['reason']}")

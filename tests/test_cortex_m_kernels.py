@@ -143,7 +143,7 @@ def _conv_cases(prog: Program, rng: np.random.Generator) -> None:
             for name, layout in (("s8x2", layouts.dsp_s8x2), ("q15x2", layouts.dsp_q15x2)):
                 wq = prog.array("int32_t", layout(w.astype(I32)))
                 params = (f"  const qc_dsp_conv_params P = {{{wq}, {base}, {pairs}, {rows}, {groups}, {2 * zp + 1}, "
-                          f"{lo}, {hi}}};\n")
+                          f"{lo}, {hi}, NULL, NULL, NULL}};\n")
                 triple = "".join(_widen(f"{xs} + {j * k}", k, str(2 * j), 6) for j in range(3))
                 prog.check(f"{params}  uint32_t qc_xq[{6 * groups}];\n{triple}  int8_t y[{3 * rows}];\n"
                            f"  qc_dsp_conv_3px_{name}_{rq}{fixed}(&P, qc_xq, y, y + {rows}, y + {2 * rows});",
@@ -183,7 +183,8 @@ def _dw_cases(prog: Program, rng: np.random.Generator) -> None:
                 mults, shifts = _scales(rng, c, bool(pc))
                 expected = rescale(acc, mults, shifts, "single_round" if mode == 0 else "double_round", zp, lo, hi)
                 out_type, rq = "int8_t", prog.array("int32_t", _rq_pairs(mults, shifts, mode))
-            params = (f"  const qc_dsp_dw_params P = {{{q}, {rq}, {ws}, {c}, {kh * kw}, {2 * zp + 1}, {lo}, {hi}}};\n"
+            params = (f"  const qc_dsp_dw_params P = {{{q}, {rq}, {ws}, {c}, {kh * kw}, {2 * zp + 1}, {lo}, {hi}, "
+                      "NULL, NULL, NULL};\n"
                       f"  {out_type} y[{pixels * c}];\n")
             prog.check(params + f"  {fn}(&P, {tab}, {xs}, y, {pixels}, {stride * c});", "y", expected)
             addresses = "".join(f"  t[{t}] = (uintptr_t)({xs} + {(i % pixels) * stride * c} + {off});\n"

@@ -113,28 +113,37 @@ def _ranges() -> list[tuple[float, tuple[int, int], tuple[int, int]]]:
     return cases
 
 
-def _single_rounding_errors(cases) -> tuple[int, int]:
-    """(cases solved, of them the accumulators where the chosen multiplier is wrong)"""
-    solved, wrong = 0, 0
+def _single_rounding_errors(cases, max_exceptions: int = 0) -> tuple[int, int, int]:
+    """(cases solved, of them the accumulators where the chosen multiplier with its exceptions is wrong, the
+    exceptions listed; each exception is checked to be an accumulator where the multiplier alone is wrong, so
+    that dropping one makes the case wrong)"""
+    solved, wrong, listed = 0, 0, 0
     for scale, acc, out in cases:
         m, k = _mk(scale)
-        found = single.single_rounding(m, k, acc, out)
+        found = single.single_rounding(m, k, acc, out, max_exceptions)
         if found is None:
             continue
         solved += 1
         a = np.arange(acc[0], acc[1] + 1, dtype=np.int64)
         got = np.clip(single.single_round(a, found.multiplier, found.shift), *out)
+        for e, r in found.exceptions:
+            assert got[e - acc[0]] != r, (scale, e)
+            got[e - acc[0]] = r
         wrong += np.count_nonzero(got != np.clip(requantize_f32(a, F32(scale)), *out))
-    return solved, wrong
+        listed += len(found.exceptions)
+    return solved, wrong, listed
 
 
 def test_adjusted_multiplier_every_accumulator(monkeypatch):
     """Every accumulator of 40 (scale, range, clamp) cases: the single-rounding multiplier found (exact or
-    adjusted) equals the definition. The search covers 2 W (the float32 error W plus moves of the multiplier up
+    adjusted) equals the definition, without exceptions and with the exceptions it lists (at most 32 a case),
+    every one of which is needed. The search covers 2 W (the float32 error W plus moves of the multiplier up
     to W); with a search one bit smaller than W (W / 4 patched in: 2 * W / 4), some result is wrong."""
     cases = _ranges()
-    solved, wrong = _single_rounding_errors(cases)
+    solved, wrong, _ = _single_rounding_errors(cases)
     assert solved >= 25 and wrong == 0
+    solved_listing, wrong, listed = _single_rounding_errors(cases, single.MAX_EXCEPTIONS)
+    assert solved_listing > solved and listed > 0 and wrong == 0
     exact_window = single.window
     monkeypatch.setattr(single, "window", lambda m, k, bound: exact_window(m, k, bound) >> 2)
     assert _single_rounding_errors(cases)[1] > 0

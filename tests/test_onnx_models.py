@@ -78,7 +78,7 @@ def test_generic_c_equals_onnxruntime(model, config):
 @pytest.mark.parametrize("target,model,config", [
     ("x86-avx2", "ds_cnn", "per_channel_int8"), ("cortex-m4", "mobilenet_v1", "per_tensor_uint8"),
     ("x86-avx2", "resnet8", "qdq_per_tensor_uint8"), ("cortex-m4", "ds_cnn", "qdq_per_channel_int8"),
-    ("cortex-m55", "ds_cnn", "per_tensor_uint8"),
+    ("cortex-m55", "ds_cnn", "per_tensor_uint8"), ("cortex-m4", "mobilenet_v1", "per_channel_int8"),
 ])
 def test_targets_equal_onnxruntime(target, model, config):
     _check(model, config, target, samples=2)

@@ -19,7 +19,10 @@ class RescaleParams:
     """multiplier/shift: one entry, or one per channel along `axis`; out_min/out_max: a fused output clamp in
     the interpreted output domain (None: the output type's bound); odd_ties (rounding half_even only, 0/1 like
     the multiplier; None: the parity of output_zp): the ties of the scaled value go to the odd neighbour where 1,
-    so that the value after an odd zero point is the even one."""
+    so that the value after an odd zero point is the even one; exceptions ((channel, accumulator, value) triples,
+    rounding single and an i32 input only): where the input of `channel` equals `accumulator`, the value before the
+    output clamp is `value` instead (a float32 requantization's exceptions to single rounding, docs/semantics.md
+    §14.5)."""
 
     multiplier: tuple[int, ...]
     shift: tuple[int, ...]
@@ -34,6 +37,7 @@ class RescaleParams:
     out_min: int | None = None
     out_max: int | None = None
     odd_ties: tuple[int, ...] | None = None
+    exceptions: tuple[tuple[int, int, int], ...] = ()
 
     def __post_init__(self) -> None:
         # normalise what callers pass (lists, numpy integers, rounding names) so equal parameters compare equal
@@ -44,6 +48,7 @@ class RescaleParams:
         object.__setattr__(self, "rounding", Rounding.parse(self.rounding))
         if self.odd_ties is not None:
             object.__setattr__(self, "odd_ties", _ints(self.odd_ties))
+        object.__setattr__(self, "exceptions", tuple(tuple(int(v) for v in e) for e in self.exceptions))
 
     @property
     def ties_to_odd(self) -> tuple[int, ...]:
@@ -58,7 +63,8 @@ class RescaleParams:
                    rounding=attrs.get("rounding", "single_round"), per_channel=bool(attrs.get("per_channel", False)),
                    axis=int(attrs.get("axis", -1)), input_unsigned=bool(attrs.get("input_unsigned", False)),
                    output_unsigned=bool(attrs.get("output_unsigned", False)), out_min=attrs.get("out_min"),
-                   out_max=attrs.get("out_max"), odd_ties=None if odd is None else odd)
+                   out_max=attrs.get("out_max"), odd_ties=None if odd is None else odd,
+                   exceptions=attrs.get("exceptions", ()))
 
     def to_attrs(self) -> dict[str, Any]:
         """The step attributes under TOSA's names; the optional ones only where they differ from their default."""
@@ -67,5 +73,6 @@ class RescaleParams:
                                      per_channel=self.per_channel, axis=self.axis)
         optional = dict(input_unsigned=self.input_unsigned or None, output_unsigned=self.output_unsigned or None,
                         out_min=self.out_min, out_max=self.out_max,
-                        odd_ties=None if self.odd_ties is None else list(self.odd_ties))
+                        odd_ties=None if self.odd_ties is None else list(self.odd_ties),
+                        exceptions=[list(e) for e in self.exceptions] or None)
         return attrs | {k: v for k, v in optional.items() if v is not None}

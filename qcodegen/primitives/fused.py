@@ -89,7 +89,10 @@ class Fused(Primitive):
 class Requantization:
     """How C applies a RESCALE to one value (a FUSED_CONV's accumulator, a FUSED_ELEMENTWISE part): the C scale
     function of its rounding (qc_scale32_single, qc_scale32_double(_gt31), qc_scale32_half_even, qc_scale16),
-    per channel or not, the multipliers and shifts (one per channel, or one), zero points and output bounds.
+    per channel or not, the multipliers and shifts (one per channel, or one), zero points and output bounds, and
+    the accumulators that are exceptions to its single rounding ((channel, accumulator, value); the step's exc_*
+    constants: the template's stores compare each accumulator with its channel's; a kernel that requantizes inside
+    takes them itself (Cortex-M mode 3, AArch64 qc_neon_except) or is not chosen).
     Templates read it by attribute; target kernel choices read it to pick exact cheaper forms."""
 
     fn: str
@@ -101,6 +104,7 @@ class Requantization:
     output_zp: int
     lo: int
     hi: int
+    exceptions: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def multiplier(self) -> int:
@@ -122,18 +126,21 @@ def requantization(rescale: StepIO) -> Requantization:
     ctx = get("RESCALE").template_context(rescale)
     r = RescaleParams.from_attrs(rescale.attrs)
     return Requantization(ctx["scale_fn"], bool(ctx["per_channel"]), bool(ctx["scale32"]), r.multiplier, r.shift,
-                          r.input_zp, r.output_zp, int(ctx["lo"]), int(ctx["hi"]))
+                          r.input_zp, r.output_zp, int(ctx["lo"]), int(ctx["hi"]), r.exceptions)
 
 
 def fusable_rescale(rescale: StepIO, channel_axis_last: bool) -> bool:
     """A RESCALE a fused template can apply: signed in and out, not half-even (whose ties the golden checks
-    trace), per tensor or (when allowed) per channel on the last axis."""
+    trace), per tensor or (when allowed) per channel on the last axis; with exceptions only where channels are
+    allowed (the convolutions' stores)."""
     try:
         get("RESCALE").check(rescale)
     except GraphError:
         return False
     p = get("RESCALE").params(rescale)
     if p["in_unsigned"] or p["out_unsigned"] or p["rounding"].value == "half_even":
+        return False
+    if RescaleParams.from_attrs(rescale.attrs).exceptions and not channel_axis_last:
         return False
     if p["per_channel"]:
         return channel_axis_last and p["axis"] == len(rescale.ins[0].shape) - 1

@@ -37,6 +37,26 @@ def _as_signed(lo: int, hi: int, bits: int) -> tuple[int, int]:
     return -half, half - 1
 
 
+def exception_list(exceptions: tuple[tuple[int, int, int], ...], lo: int, hi: int) -> dict[str, np.ndarray]:
+    """(channel, accumulator, value) exceptions in channel order as three int32 arrays: exc_channel, exc_acc and
+    exc_value (clamped to [lo, hi])."""
+    ordered = sorted(exceptions)
+    return {"exc_channel": np.array([c for c, _, _ in ordered], np.int32),
+            "exc_acc": np.array([a for _, a, _ in ordered], np.int32),
+            "exc_value": np.clip([v for _, _, v in ordered], lo, hi).astype(np.int32)}
+
+
+def exception_arrays(exceptions: tuple[tuple[int, int, int], ...], channels: int, lo: int,
+                     hi: int) -> dict[str, np.ndarray]:
+    """The exceptions as the stores read them: exc_start[c] .. exc_start[c + 1] - 1 index channel c's accumulators
+    (exc_acc) and values (exc_value; exception_list); {} without exceptions."""
+    if not exceptions:
+        return {}
+    listed = exception_list(exceptions, lo, hi)
+    counts = np.bincount(listed.pop("exc_channel"), minlength=channels)
+    return {"exc_start": np.concatenate([[0], np.cumsum(counts)]).astype(np.int32), **listed}
+
+
 @register
 class Rescale(Primitive):
     """attrs: the fields of `RescaleParams` (qcodegen/ir/rescale.py), read through `typed`."""
@@ -100,6 +120,9 @@ class Rescale(Primitive):
                                         and bool(np.all((odd == 0) | (odd == 1)))),
                 f"RESCALE: odd_ties needs rounding half_even and one 0/1 value per channel, got {r.odd_ties}")
         require(p["lo"] <= p["hi"], f"RESCALE: empty output clamp [{p['lo']}, {p['hi']}]")
+        require(not r.exceptions or (x.dtype.name == "i32" and p["scale32"] and p["rounding"] is Rounding.SINGLE
+                                     and all(0 <= c < channels for c, _, _ in r.exceptions)),
+                "RESCALE: exceptions need an i32 input, scale32, rounding single_round and channels in range")
         if np.any(m < 0) or np.any((s < 2) | (s > 62)):
             raise Unpredictable("RESCALE: multiplier must be >= 0 and shift in [2, 62] (TOSA REQUIRE)")
 
@@ -129,7 +152,20 @@ class Rescale(Primitive):
         r = r + t.output_zp
         if np.any((r < -(1 << 31)) | (r > (1 << 31) - 1)):
             raise Unpredictable("RESCALE: adding the output zero point overflows int32 (TOSA REQUIRE)")
+        if t.exceptions:
+            r = self._except(t, v, np.array(r, np.int64), channel_axis if p["per_channel"] else None)
         return np.clip(r, p["lo"], p["hi"])
+
+    @staticmethod
+    def _except(t: RescaleParams, v: np.ndarray, r: np.ndarray, channel_axis: int | None) -> np.ndarray:
+        """r with the value of each exception where the input of its channel equals its accumulator."""
+        for channel, acc, value in t.exceptions:
+            at: list[slice | int] = [slice(None)] * r.ndim
+            if channel_axis is not None:
+                at[channel_axis] = channel
+            view = r[tuple(at)] if r.ndim else r
+            view[np.broadcast_to(v, r.shape)[tuple(at)] == acc] = value
+        return r
 
     def reference(self, io: StepIO, args: list[np.ndarray]) -> list[np.ndarray]:
         p = self.params(io)
@@ -161,14 +197,18 @@ class Rescale(Primitive):
 
     def constants(self, io: StepIO) -> dict[str, np.ndarray]:
         if not self.params(io)["per_channel"]:
-            return {}
+            return self.exception_arrays(io)
         mtype = np.int32 if self.params(io)["scale32"] else np.int16
         t = self.typed(io)
         consts = {"multiplier": np.asarray(t.multiplier, mtype), "shift": np.asarray(t.shift, np.int8)}
         odd = self.odd_ties(io)
         if len(set(odd.tolist())) > 1:
             consts["odd_ties"] = odd.astype(np.int8)
-        return consts
+        return consts | self.exception_arrays(io)
+
+    def exception_arrays(self, io: StepIO) -> dict[str, np.ndarray]:
+        t, p = self.typed(io), self.params(io)
+        return exception_arrays(t.exceptions, len(t.multiplier), p["lo"], p["hi"])
 
     def template_context(self, io: StepIO) -> dict:
         t, p = self.typed(io), self.params(io)
@@ -185,6 +225,6 @@ class Rescale(Primitive):
         fn = func[p["rounding"]] if p["scale32"] else "qc_scale16"
         if fn == "qc_scale32_double" and min(t.shift) > 31:
             fn = "qc_scale32_double_gt31"  # the same function without the branch on the shift
-        return dict(p, outer=outer, channels=channels, inner=inner, scale_fn=fn,
+        return dict(p, outer=outer, channels=channels, inner=inner, scale_fn=fn, exceptions=bool(t.exceptions),
                     in_ctype="uint" if p["in_unsigned"] else "int",
                     multiplier=t.multiplier[0], shift=t.shift[0])

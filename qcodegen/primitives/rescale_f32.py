@@ -125,11 +125,11 @@ class RescaleF32(F32Requantization):
         lo, hi = self.bounds(io)
         return np.clip(requantize_f32(x, constants[0]), lo - zp, hi - zp).astype(np.int64) + zp
 
-    def single_roundings(self, io: StepIO) -> list[single.SingleRounding] | None:
-        """Per channel, the single rounding equal to this step over its input's value range (docs/semantics.md
-        §14.5, shifts of at least 32, where TOSA's REQUIRE bounds no accumulator), or None when some channel has
-        none (or the output clamp spans 2^16 values or more: the enumeration runs over its half-integers; or the
-        input is i48: the single-rounding forms take |x| < 2^31)."""
+    def single_roundings(self, io: StepIO, max_exceptions: int = 0) -> list[single.SingleRounding] | None:
+        """Per channel, the single rounding equal to this step over its input's value range but at most
+        `max_exceptions` accumulators (docs/semantics.md §14.5, shifts of at least 32, where TOSA's REQUIRE bounds
+        no accumulator), or None when some channel has none (or the output clamp spans 2^16 values or more: the
+        enumeration runs over its half-integers; or the input is i48: the single-rounding forms take |x| < 2^31)."""
         lo, hi = self.bounds(io)
         x = io.ins[0]
         if hi - lo >= 1 << 16 or x.dtype.name == "i48":
@@ -138,7 +138,7 @@ class RescaleF32(F32Requantization):
         zp = int(io.attrs.get("output_zp", 0))
         zero = single.SingleRounding(0, 32, 0, 0)  # scale 0: every result is 0
         m, k = mantissa_exponent(self.scales(io))
-        found = [single.single_rounding(mm, kk, acc, (lo - zp, hi - zp)) if mm else zero
+        found = [single.single_rounding(mm, kk, acc, (lo - zp, hi - zp), max_exceptions) if mm else zero
                  for mm, kk in zip(m.tolist(), k.tolist(), strict=True)]
         return found if all(f is not None and f.shift >= 32 for f in found) else None
 

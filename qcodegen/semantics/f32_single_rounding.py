@@ -96,26 +96,48 @@ def candidates(m: int, k: int, w: int, acc: tuple[int, int], out: tuple[int, int
     return np.repeat(first, counts) + offsets
 
 
+MAX_EXCEPTIONS = 32  # per channel: the fused stores compare each accumulator with this many at most
+
+
 @dataclass(frozen=True)
 class SingleRounding:
-    """floor((a * multiplier + 2^(shift-1)) / 2^shift) == the float32 requantization over the accumulator range:
-    `candidates` accumulators evaluated, `corrected` of them wrong with the exact multiplier m * 2^(shift-k)."""
+    """floor((a * multiplier + 2^(shift-1)) / 2^shift) == the float32 requantization over the accumulator range,
+    except at the accumulators of `exceptions` ((a, r) pairs: r the float32 result within the clamp): `candidates`
+    accumulators evaluated, `corrected` of them wrong with the exact multiplier m * 2^(shift-k) but right with
+    `multiplier`."""
 
     multiplier: int
     shift: int
     candidates: int
     corrected: int
+    exceptions: tuple[tuple[int, int], ...] = ()
 
 
-def single_rounding(m: int, k: int, acc: tuple[int, int], out: tuple[int, int]) -> SingleRounding | None:
-    """A single-rounding multiplier for scale m * 2^-k over accumulators in `acc` and the clamp `out`, or None.
+def _most_satisfied(lower: np.ndarray, upper: np.ndarray, lo_m: int, hi_m: int, big: int) -> int:
+    """The multiplier in [lo_m, hi_m] inside the most intervals [lower_i, upper_i] (the one nearest `big` among
+    them): a sweep over the intervals' ends."""
+    lower, upper = np.maximum(lower, lo_m), np.minimum(upper, hi_m)
+    keep = lower <= upper
+    points = np.concatenate([lower[keep], upper[keep], [lo_m, big]])
+    points = np.unique(points[(points >= lo_m) & (points <= hi_m)])
+    inside = (np.searchsorted(np.sort(lower[keep]), points, side="right")
+              - np.searchsorted(np.sort(upper[keep]), points, side="left"))
+    best = points[inside == inside.max()]
+    return int(best[np.argmin(np.abs(best - big))])
+
+
+def single_rounding(m: int, k: int, acc: tuple[int, int], out: tuple[int, int],
+                    max_exceptions: int = MAX_EXCEPTIONS) -> SingleRounding | None:
+    """A single-rounding multiplier for scale m * 2^-k over accumulators in `acc` and the clamp `out`, with at
+    most `max_exceptions` exceptions, or None.
 
     With M * 2^-S = m * 2^-k (`normalized`), a multiplier M' = M + d with |d| <= D = floor(W 2^(S-k) / A) moves
     a * s by at most W 2^-k over |a| <= A. Outside the window 2 W of the half-integers, single rounding with M'
     still equals the reference (the distance exceeds the float32 error W plus the move W); inside it, each
     candidate a with reference r bounds M' by (2r - 1) 2^(S-1) <= a * M' < (2r + 1) 2^(S-1) (the side at a clamp
-    bound dropped): an interval. M' is the point of it nearest M, None when it is empty (some exception needs
-    the float32 emulation)."""
+    bound dropped): an interval. M' is the point of [M - D, M + D] inside the most of them (nearest M); the
+    candidates whose interval misses it are the exceptions, each evaluated (so the list is exact by
+    construction: every other accumulator of the range gives r by single rounding with M')."""
     if not eligible(m, k):
         return None
     big, shift = normalized(m, k)
@@ -128,16 +150,24 @@ def single_rounding(m: int, k: int, acc: tuple[int, int], out: tuple[int, int]) 
         return None  # (2r + 1) 2^(S-1) would leave int64
     half = np.int64(1) << np.int64(shift - 1)
     low, high = (2 * r - 1) * half, (2 * r + 1) * half - 1  # a * M' in [low, high] where r is not a clamp bound
-    has_low, has_high, pos, neg = r > out[0], r < out[1], a > 0, a < 0
-    a = np.where(a == 0, 1, a)  # a == 0 bounds nothing (both results are 0)
-    lower = [big - reach, *(-(-low // a))[pos & has_low].tolist(), *(-(-high // a))[neg & has_high].tolist()]
-    upper = [big + reach, (1 << 31) - 1, *(high // a)[pos & has_high].tolist(), *(low // a)[neg & has_low].tolist()]
-    lo_m, hi_m = max(lower), min(upper)
+    has_low, has_high = r > out[0], r < out[1]
+    safe = np.where(a == 0, 1, a)  # a == 0 bounds nothing (both results are 0)
+    none_lo, none_hi = np.int64(-(1 << 62)), np.int64(1 << 62)
+    lower = np.where(a > 0, np.where(has_low, -(-low // safe), none_lo),
+                     np.where((a < 0) & has_high, -(-high // safe), none_lo))
+    upper = np.where(a > 0, np.where(has_high, high // safe, none_hi),
+                     np.where((a < 0) & has_low, low // safe, none_hi))
+    lo_m, hi_m = big - reach, min(big + reach, (1 << 31) - 1)
     if lo_m > hi_m:
         return None
-    chosen = min(max(big, lo_m), hi_m)
-    wrong = np.clip(single_round(a, big, shift), *out) != r
-    return SingleRounding(chosen, shift, int(a.size), int(np.count_nonzero(wrong)))
+    chosen = _most_satisfied(lower, upper, lo_m, hi_m, big) if a.size else big
+    got = np.clip(single_round(a, chosen, shift), *out)
+    wrong = got != r
+    if np.count_nonzero(wrong) > max_exceptions:
+        return None
+    corrected = np.count_nonzero((np.clip(single_round(a, big, shift), *out) != r) & ~wrong)
+    exceptions = tuple(zip(a[wrong].tolist(), r[wrong].tolist(), strict=True))
+    return SingleRounding(chosen, shift, int(a.size), int(corrected), exceptions)
 
 
 def normalized(m: int, k: int) -> tuple[int, int]:

@@ -288,6 +288,9 @@ def _rescale(b: _Builder, io: StepIO) -> None:
     p = primitives.get("RESCALE").params(io)
     if p["rounding"] not in _ROUNDING:
         raise UnsupportedError(f"rounding {p['rounding'].value!r} is a qcodegen extension TOSA lacks")
+    if RescaleParams.from_attrs(io.attrs).exceptions:
+        raise UnsupportedError("exceptions to single rounding (a float32 requantization) are a qcodegen extension "
+                               "TOSA lacks")
     x, y = io.ins[0], io.outs[0]
     rank = len(x.shape)
     moved = p["per_channel"] and p["axis"] != rank - 1

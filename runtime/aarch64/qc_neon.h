@@ -118,6 +118,34 @@ QC_NEON_INLINE void qc_neon_rq1(const qc_neon_rq_params *R, int32_t acc, int32_t
   }
 }
 
+/* Requantizes the n accumulators acc of channels 0 .. n - 1 (R) into y (out: QC_NEON_S8 or _S16): by 8 channels in
+   vector lanes, the last n % 8 by qc_neon_rq1. */
+QC_NEON_INLINE void qc_neon_rq_array(const qc_neon_rq_params *R, const int32_t *acc, int32_t n, void *y, int out) {
+  int32_t c = 0;
+  for (; c + 8 <= n; c += 8) {
+    qc_neon_rq8(R, vld1q_s32(acc + c), vld1q_s32(acc + c + 4), c, (int8_t *)y + c * out, out);
+  }
+  for (; c < n; ++c) {
+    qc_neon_rq1(R, acc[c], c, (int8_t *)y + c * out, out);
+  }
+}
+
+/* The exceptions to the single rounding of a float32 requantization (enumerated at plan time: docs/semantics.md
+   §14.5): where the accumulator acc[ch[e]] of channel ch[e] is ea[e], its output y[ch[e]] (out: QC_NEON_S8 or _S16),
+   already requantized, becomes ev[e]; e < count, compares only. */
+QC_NEON_INLINE void qc_neon_except(const int32_t *ch, const int32_t *ea, const int32_t *ev, int32_t count,
+                                   const int32_t *acc, void *y, int out) {
+  for (int32_t e = 0; e < count; ++e) {
+    if (acc[ch[e]] == ea[e]) {
+      if (out == QC_NEON_S16) {
+        ((int16_t *)y)[ch[e]] = (int16_t)ev[e];
+      } else {
+        ((int8_t *)y)[ch[e]] = (int8_t)ev[e];
+      }
+    }
+  }
+}
+
 /* ---- Dot products ---------------------------------------------------------------------------------------------- */
 
 #if defined(__ARM_FEATURE_DOTPROD)

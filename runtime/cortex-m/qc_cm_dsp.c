@@ -133,6 +133,11 @@ static inline __attribute__((always_inline)) void qc_dsp_dw_pairs(const qc_dsp_d
       y[n + c + 1] = qc_dsp_rq8(a5, pc ? r + 2 : r, zp2p1, lo, hi, mode, clamp);
       y[n + c + 2] = qc_dsp_rq8(a6, pc ? r + 4 : r, zp2p1, lo, hi, mode, clamp);
       y[n + c + 3] = qc_dsp_rq8(a7, pc ? r + 6 : r, zp2p1, lo, hi, mode, clamp);
+      if (mode == 4 && qc_dsp_excepted(P->exc_start, c, 4, pc)) {
+        const int32_t sa[4] = {a0, a1, a2, a3}, sb[4] = {a4, a5, a6, a7};
+        qc_dsp_except(P->exc_start, P->exc_acc, P->exc_value, c, 4, pc, sa, y);
+        qc_dsp_except(P->exc_start, P->exc_acc, P->exc_value, c, 4, pc, sb, y + n);
+      }
     }
   }
 }
@@ -192,6 +197,10 @@ static inline __attribute__((always_inline)) void qc_dsp_dw_pixels(const qc_dsp_
         y[c + 1] = qc_dsp_rq8(a1, pc ? r + 2 : r, zp2p1, lo, hi, mode, clamp);
         y[c + 2] = qc_dsp_rq8(a2, pc ? r + 4 : r, zp2p1, lo, hi, mode, clamp);
         y[c + 3] = qc_dsp_rq8(a3, pc ? r + 6 : r, zp2p1, lo, hi, mode, clamp);
+        if (mode == 4 && qc_dsp_excepted(P->exc_start, c, 4, pc)) {
+          const int32_t sa[4] = {a0, a1, a2, a3};
+          qc_dsp_except(P->exc_start, P->exc_acc, P->exc_value, c, 4, pc, sa, y);
+        }
       }
     }
     for (int32_t c = n4; c < n; ++c) {
@@ -203,6 +212,9 @@ static inline __attribute__((always_inline)) void qc_dsp_dw_pixels(const qc_dsp_
         acc[c] = a;
       } else {
         y[c] = qc_dsp_rq8(a, pc ? rq + 2 * c : rq, zp2p1, lo, hi, mode, clamp);
+        if (mode == 4 && qc_dsp_excepted(P->exc_start, c, 1, pc)) {
+          qc_dsp_except(P->exc_start, P->exc_acc, P->exc_value, c, 1, pc, &a, y);
+        }
       }
     }
     if (mode < 0) {
@@ -238,3 +250,4 @@ void qc_dsp_dw_s32_c4(const qc_dsp_dw_params *P, const uintptr_t *tab, const int
     qc_dsp_dw_pixels(P, cols, b, y, NULL, count & ~1, step, QC_DSP_DW_MODE(MODE), PC, CLAMP, 1, cols);                \
   }
 QC_DSP_RQ_VARIANTS(QC_DSP_DW_DEFINE, dw)
+QC_DSP_RQ_EXC_VARIANTS(QC_DSP_DW_DEFINE, dw)

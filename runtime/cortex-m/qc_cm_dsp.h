@@ -39,11 +39,13 @@ static inline __attribute__((always_inline, unused)) uint32_t qc_sxtb16_ror8(uin
 /* The constants of qc_dsp_dw_*: q: the dsp_dw_q15_base words (per group of 4 channels: the accumulators' start,
    then per tap the int16 pairs w0|w2, w1|w3; then the start of the channels after the last group); w: the int8
    weights [taps][n] (read for the channels after the last group of 4); rq: the requantization pairs (int8
-   outputs: qc_dsp_rq8); zp2p1 = 2 * output zp + 1; lo, hi: the clamp; n: the channels; taps: the window's taps. */
+   outputs: qc_dsp_rq8); zp2p1 = 2 * output zp + 1; lo, hi: the clamp; n: the channels; taps: the window's taps;
+   exc_start, exc_acc, exc_value: the exceptions of the _exc variants (qc_cm_rq.h qc_dsp_except), else NULL. */
 typedef struct {
   const int32_t *q, *rq;
   const int8_t *w;
   int32_t n, taps, zp2p1, lo, hi;
+  const int32_t *exc_start, *exc_acc, *exc_value;
 } qc_dsp_dw_params;
 
 /* X(<rq>, mode, per_channel, clamp, A): the requantization variants (qc_dsp_rq8). */
@@ -51,6 +53,10 @@ typedef struct {
   X(single, 0, 0, 0, A) X(single_clamp, 0, 0, 1, A) X(single_pc, 0, 1, 0, A) X(single_pc_clamp, 0, 1, 1, A)        \
   X(double, 1, 0, 0, A) X(double_clamp, 1, 0, 1, A) X(double_pc, 1, 1, 0, A) X(double_pc_clamp, 1, 1, 1, A)        \
   X(double_n, 2, 0, 0, A) X(double_n_clamp, 2, 0, 1, A) X(double_n_pc, 2, 1, 0, A) X(double_n_pc_clamp, 2, 1, 1, A)
+/* mode 4: the single rounding of mode 0, then the exceptions (qc_cm_rq.h qc_dsp_except) */
+#define QC_DSP_RQ_EXC_VARIANTS(X, A)                                                                               \
+  X(single_exc, 4, 0, 0, A) X(single_clamp_exc, 4, 0, 1, A) X(single_pc_exc, 4, 1, 0, A)                         \
+  X(single_pc_clamp_exc, 4, 1, 1, A)
 
 /* All channels of `count` output pixels of a depthwise convolution (multiplier 1), tap t of pixel i reading its n
    input channels at b + i * step + tab[t] (tab: byte offsets from b, or addresses with b = NULL): the starts in
@@ -72,12 +78,14 @@ void qc_dsp_dw_s32_c4(const qc_dsp_dw_params *P, const uintptr_t *tab, const int
   void qc_dsp_dw_s8_##RQ##_pair(const qc_dsp_dw_params *P, const uintptr_t *cols, const int8_t *b, int8_t *y,   \
                                 int32_t count, int32_t step);
 QC_DSP_RQ_VARIANTS(QC_DSP_DW_DECLARE, dw)
+QC_DSP_RQ_EXC_VARIANTS(QC_DSP_DW_DECLARE, dw)
 
 /* The int8 output of accumulator v requantized with q = {multiplier m, shift s less 33, or 32 in mode 2} (TOSA
    apply_scale_32 + zero point, exactly, for 33 <= s <= 62), SSAT, and with `clamp` the clamp to lo..hi. With
    X = v m + R0 (R0 = 0 for the single rounding; for the double, 2^30 - 2^31 (v < 0)), the value is
    floor((floor(X / 2^(s-1)) + 2 zp + 1) / 2) (qc_cm_rq.h).
-   mode 0 (single): SMMUL gives floor(v m / 2^32) = floor(X / 2^32), then ASR by s - 33.
+   mode 0 (single; 4: the same, the caller then applies the exceptions): SMMUL gives floor(v m / 2^32) =
+   floor(X / 2^32), then ASR by s - 33.
    mode 1 (double): qc_dsp_floor_s33 (SMLAL from hi:lo = R0).
    mode 2 (double, |v| < 2^30 so that 2v fits): SMMULR(2v, m) = floor((2 v m + 2^31) / 2^32) = floor((v m + 2^30)
    / 2^31); adding v >> 31 (-1 for v < 0: floor(t - 1) = floor(t) - 1) gives floor(X / 2^31), then ASR by s - 32.
@@ -88,7 +96,7 @@ static inline __attribute__((always_inline, unused)) int8_t qc_dsp_rq8(int32_t v
   int32_t h, r;
   if (mode == 1) {
     h = qc_dsp_floor_s33(v, q[0], q[1] + 33, 1);
-  } else if (mode == 0) {
+  } else if (mode == 0 || mode == 4) {
     __asm__("smmul %0, %1, %2\n\t"
             "asr %0, %0, %3" : "=&r"(h) : "r"(v), "r"(q[0]), "r"(q[1]));
   } else {

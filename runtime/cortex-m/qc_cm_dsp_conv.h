@@ -81,10 +81,14 @@ static QC_DSP_CONV_KERNEL void qc_dsp_dot_2x2_q15x2(const uint32_t *xq, const in
    per channel (the bias less the input zero point times the row sums); rq: the requantization pairs
    {multiplier, shift - 33 (double_n: - 32)} per channel (_pc) or one for all; rows: the output channels (even);
    groups: the 4-element groups of a row (the inputs zero-padded to whole groups); zp2p1 = 2 * output zp + 1;
-   lo, hi: the clamp (_clamp variants). */
+   lo, hi: the clamp (_clamp variants); exc_start, exc_acc, exc_value (_exc variants, else NULL): the accumulators
+   whose requantization is not the single rounding's (a float32 requantization's exceptions, enumerated at plan
+   time: docs/semantics.md §14.5), exc_start[c] .. exc_start[c + 1] - 1 those of channel c (_pc; else 0 .. [1] - 1
+   for all), each with its int8 output (within the clamp). */
 typedef struct {
   const int32_t *q, *base, *rq;
   int32_t rows, groups, zp2p1, lo, hi;
+  const int32_t *exc_start, *exc_acc, *exc_value;
 } qc_dsp_conv_params;
 
 /* ---- Sums of int8 products ----------------------------------------------------------------------------- */
@@ -307,6 +311,16 @@ static QC_DSP_CONV_KERNEL void qc_dsp_dot_2x2_q15x2(const uint32_t *xq, const in
 
 /* ---- Convolutions with the requantization inside -------------------------------------------------------- */
 
+/* Mode 4 (the _exc variants): the single rounding of mode 0, then, where rows oc and oc + 1 have exceptions
+   (qc_dsp_excepted, tested once per pair of rows), qc_dsp_except for pixel j's accumulators s[2j], s[2j + 1] and
+   outputs y[j] (NULL: no such pixel). */
+static inline __attribute__((always_inline, unused)) void qc_dsp_conv_except(const qc_dsp_conv_params *P,
+    int32_t oc, int pc, const int32_t *s, int8_t *const *y) {
+  for (int32_t j = 0; j < 3 && y[j]; ++j) {
+    qc_dsp_except(P->exc_start, P->exc_acc, P->exc_value, oc, 2, pc, s + 2 * j, y[j]);
+  }
+}
+
 /* Every output channel (rows even) of two output pixels, int8 at y0 and y1 (y1 NULL: one pixel, given as both
    halves of x): per pair of rows the 2 x 2 sums of QC_DSP_DOT2X2_GROUP (q15: _Q15_GROUP), started at base, each
    requantized by qc_dsp_rq8. */
@@ -344,6 +358,11 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_pair(const
     if (y1) {
       y1[oc] = qc_dsp_rq8(s2, r0, zp2p1, lo, hi, mode, clamp);
       y1[oc + 1] = qc_dsp_rq8(s3, r1, zp2p1, lo, hi, mode, clamp);
+    }
+    if (mode == 4 && qc_dsp_excepted(P->exc_start, oc, 2, pc)) {
+      const int32_t s[4] = {s0, s1, s2, s3};
+      int8_t *const y[3] = {y0, y1, NULL};
+      qc_dsp_conv_except(P, oc, pc, s, y);
     }
   }
 }
@@ -461,6 +480,11 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
     y1[oc + 1] = qc_dsp_rq8(s3, r1, zp2p1, lo, hi, mode, clamp);
     y2[oc] = qc_dsp_rq8(s4, r0, zp2p1, lo, hi, mode, clamp);
     y2[oc + 1] = qc_dsp_rq8(s5, r1, zp2p1, lo, hi, mode, clamp);
+    if (mode == 4 && qc_dsp_excepted(P->exc_start, oc, 2, pc)) {
+      const int32_t s[6] = {s0, s1, s2, s3, s4, s5};
+      int8_t *const y[3] = {y0, y1, y2};
+      qc_dsp_conv_except(P, oc, pc, s, y);
+    }
   }
 }
 
@@ -488,5 +512,7 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
 #define QC_DSP_Q15_q15x2 1
 QC_DSP_RQ_VARIANTS(QC_DSP_CONV_DEFINE, s8x2)
 QC_DSP_RQ_VARIANTS(QC_DSP_CONV_DEFINE, q15x2)
+QC_DSP_RQ_EXC_VARIANTS(QC_DSP_CONV_DEFINE, s8x2)
+QC_DSP_RQ_EXC_VARIANTS(QC_DSP_CONV_DEFINE, q15x2)
 
 #endif

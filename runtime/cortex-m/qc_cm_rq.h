@@ -55,6 +55,26 @@ static inline __attribute__((always_inline, unused)) int32_t qc_dsp_sat16_s33(in
   return r;
 }
 
+/* The exceptions to the single rounding (a float32 requantization's, enumerated at plan time: docs/semantics.md
+   §14.5): es[k] .. es[k + 1] - 1 index channel k's accumulators ea and int8 outputs ev (pc; else es[0] .. es[1] - 1
+   those of every channel). qc_dsp_excepted: whether channels c .. c + n - 1 have any (two loads and a compare, the
+   test of a block of outputs); qc_dsp_except: the output y[c + k] of accumulator s[k] that is one of its channel's
+   becomes the exception's (compares only). */
+static inline __attribute__((always_inline, unused)) int qc_dsp_excepted(const int32_t *es, int32_t c, int32_t n,
+                                                                        int pc) {
+  return pc ? es[c] != es[c + n] : es[0] != es[1];
+}
+static inline __attribute__((always_inline, unused)) void qc_dsp_except(const int32_t *es, const int32_t *ea,
+    const int32_t *ev, int32_t c, int32_t n, int pc, const int32_t *s, int8_t *y) {
+  for (int32_t k = 0; k < n; ++k) {
+    for (int32_t e = es[pc ? c + k : 0]; e < es[pc ? c + k + 1 : 1]; ++e) {
+      if (s[k] == ea[e]) {
+        y[c + k] = (int8_t)ev[e];
+      }
+    }
+  }
+}
+
 /* max(v, lo) */
 static inline __attribute__((always_inline, unused)) int32_t qc_dsp_max(int32_t v, int32_t lo) {
   return v < lo ? lo : v;

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ir.schedule import StepIO
+from ...primitives.rescale import exception_list
 from ..conv import PATCH_LIMIT, ConvStep, Requantization
 from ..generic import conv_or_portable, portable
 from ..names import ArrayNames
@@ -40,7 +41,10 @@ MIN_PAIR_ROWS = 16  # measured: below, the window copy and the branches of a pai
 class Requant:
     """qc_neon_rq_params: per channel (the multipliers and minus the shifts of the `channels` channels in the
     choice's arrays "multipliers", "neg_shifts"; the call site widens the shifts into int64 once per step) or per
-    tensor (multiplier, shift); dbl: DOUBLE_ROUND (shifts > 31); the output zero point and clamp."""
+    tensor (multiplier, shift); dbl: DOUBLE_ROUND (shifts > 31); the output zero point and clamp; exceptions: how
+    many accumulators are exceptions to the single rounding (the choice's arrays "exc_channel", "exc_acc",
+    "exc_value": the kernel then stores int32 sums, qc_neon_rq_array requantizes them and qc_neon_except applies
+    the exceptions)."""
 
     per_channel: bool
     channels: int
@@ -50,6 +54,7 @@ class Requant:
     zp: int
     lo: int
     hi: int
+    exceptions: int = 0
 
 
 @dataclass(frozen=True)
@@ -133,11 +138,14 @@ def _requant(rq: Requantization, names: ArrayNames) -> tuple[Requant, dict[str, 
     to SRSHL's int64 operands once per step: measured, int64 arrays made at generation time take at most 0.1% fewer
     instructions and ~3.6 KB less .text, but 7 more bytes of .rodata per channel, +19 KB on MobileNetV1)."""
     dbl = int(rq.fn == "qc_scale32_double_gt31")
+    listed = exception_list(rq.exceptions, rq.lo, rq.hi) if rq.exceptions else {}
+    arrays = {key: step_array(names, key, values) for key, values in listed.items()}
     if not rq.per_channel:
-        return Requant(False, 0, rq.multipliers[0], rq.shifts[0], dbl, rq.output_zp, rq.lo, rq.hi), {}
-    arrays = {"multipliers": step_array(names, "rq_multipliers", np.array(rq.multipliers, np.int32)),
-              "neg_shifts": step_array(names, "rq_neg_shifts", layouts.neg_shifts(rq.shifts))}
-    return Requant(True, len(rq.shifts), 0, 0, dbl, rq.output_zp, rq.lo, rq.hi), arrays
+        return Requant(False, 0, rq.multipliers[0], rq.shifts[0], dbl, rq.output_zp, rq.lo, rq.hi,
+                       len(rq.exceptions)), arrays
+    arrays.update(multipliers=step_array(names, "rq_multipliers", np.array(rq.multipliers, np.int32)),
+                  neg_shifts=step_array(names, "rq_neg_shifts", layouts.neg_shifts(rq.shifts)))
+    return Requant(True, len(rq.shifts), 0, 0, dbl, rq.output_zp, rq.lo, rq.hi, len(rq.exceptions)), arrays
 
 
 def _zero_point_terms(c: ConvStep, names: ArrayNames) -> dict[str, ConstArray]:
@@ -161,6 +169,10 @@ def _conv(c: ConvStep, names: ArrayNames, sdot: bool) -> KernelChoice:
     arrays.update(rq_arrays)
     out = OUTPUTS[c.y.dtype.name]
     reason += f", {c.rows} rows, requantized to {c.y.dtype.name} in vector lanes"
+    if rq.exceptions:
+        params = Conv("qc_neon_conv_s32", "", c.rows, c.k, c.k, c.pixels, c.bias_per_channel, rq, False)
+        return KernelChoice(params.fn, f"{reason} after 4 rows per dot product into int32, then its exceptions",
+                            form="conv_s32", arrays=arrays, params=params, step_constants=False, files=FILES)
     kn = (c.k + 7) // 8 * 8 if c.gathered else c.k
     if not (sdot and c.constant_weights and kn % 8 == 0):
         params = Conv(f"qc_neon_conv_{out}", "", c.rows, c.k, c.k, c.pixels, c.bias_per_channel, rq, False)
@@ -194,8 +206,9 @@ def _depthwise(c: ConvStep, names: ArrayNames) -> KernelChoice:
         assert c.rq is not None
         rq, rq_arrays = _requant(c.rq, names)
         arrays.update(rq_arrays)
-        fn = f"qc_neon_dw_{OUTPUTS[c.y.dtype.name]}"
-        reason += f", requantized to {c.y.dtype.name} in vector lanes"
+        fn = f"qc_neon_dw_{'s32' if rq.exceptions else OUTPUTS[c.y.dtype.name]}"
+        reason += f", requantized to {c.y.dtype.name} in vector lanes" + (", then its exceptions" if rq.exceptions
+                                                                          else "")
     else:
         fn = "qc_neon_dw_s32"
         reason += ", int32 sums" if c.rq is None else ", int32 sums requantized by the portable scalar form"

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ir.schedule import StepIO
+from ...primitives.rescale import exception_arrays
 from ..conv import PATCH_LIMIT, ConvStep, Requantization
 from ..generic import conv_or_portable, portable
 from ..names import ArrayNames
@@ -39,7 +40,8 @@ MAX_RELAID_ROW = 2048  # the longest row the DSP dot kernels take (the stack buf
 
 def exact_s33(rq: Requantization) -> bool:
     """qc_dsp_scale32_s33 (qc_cm_rq.h) computes the requantization exactly: a 32-bit scale with every shift >= 33,
-    single or double rounding, outputs within int16."""
+    single or double rounding, outputs within int16 (exceptions to the single rounding: the template's store
+    compares the accumulators after it)."""
     return (rq.scale32 and rq.min_shift >= 33 and -32768 <= rq.lo and rq.hi <= 32767
             and rq.fn in ("qc_scale32_single", "qc_scale32_double", "qc_scale32_double_gt31"))
 
@@ -61,19 +63,29 @@ def requant_store(rq: Requantization | None) -> RequantStore | None:
 
 def _rq_mode(rq: Requantization, bound: int) -> int:
     """The kernels' requantization mode (qc_cm_dsp.c qc_dsp_rq8): 0 single rounding, 1 double, 2 double for
-    accumulators below 2^30 in magnitude (bound: a bound of theirs)."""
-    return 0 if rq.fn == "qc_scale32_single" else 2 if bound < 2 ** 30 else 1
+    accumulators below 2^30 in magnitude (bound: a bound of theirs), 4 single rounding with exceptions
+    (qc_cm_rq.h qc_dsp_except after each block of outputs; mode 3 is the depthwise kernels' doubled mode 2)."""
+    if rq.fn == "qc_scale32_single":
+        return 4 if rq.exceptions else 0
+    return 2 if bound < 2 ** 30 else 1
 
 
 def _rq_name(rq: Requantization, mode: int) -> str:
     clamp = rq.lo > -128 or rq.hi < 127
-    return ("single", "double", "double_n")[mode] + ("_pc" if rq.per_channel else "") + ("_clamp" if clamp else "")
+    return ({0: "single", 1: "double", 2: "double_n", 4: "single"}[mode] + ("_pc" if rq.per_channel else "")
+            + ("_clamp" if clamp else "") + ("_exc" if mode == 4 else ""))
 
 
 def _rq_pairs(rq: Requantization, mode: int) -> np.ndarray:
     """{multiplier, shift - 33 (mode 2: - 32)} per channel (one pair per tensor), as qc_dsp_rq8 reads them."""
     drop = 32 if mode == 2 else 33
     return np.array([[m, s - drop] for m, s in zip(rq.multipliers, rq.shifts, strict=True)], np.int32)
+
+
+def _exception_arrays(rq: Requantization, names: ArrayNames) -> dict[str, ConstArray]:
+    """The exceptions of mode 4 as the kernels read them (exc_start, exc_acc, exc_value; qc_cm_rq.h qc_dsp_except)."""
+    return {key: step_array(names, key, values)
+            for key, values in exception_arrays(rq.exceptions, len(rq.multipliers), rq.lo, rq.hi).items()}
 
 
 @dataclass(frozen=True)
@@ -170,7 +182,7 @@ def _conv(c: ConvStep, names: ArrayNames, layout: str, store: RequantStore | Non
     q15 = layout == "fast"
     base_reason = f"int8 x int8, weight zero point 0, constant rows of {c.k} elements (4..{MAX_RELAID_ROW})"
     if relaid and c.pixels >= 2 and c.rows >= 2:
-        if c.rq is not None and c.rows % 2 == 0 and exact_s33(c.rq) and c.y.dtype.name == "i8":
+        if c.rq is not None and exact_s33(c.rq) and c.rows % 2 == 0 and c.y.dtype.name == "i8":
             bias = c.bias_abs_max
             if bias is not None and bias + c.k * 2 ** 17 < 2 ** 31:
                 return _conv_pixels(c, names, q15, f"{base_reason}, {c.pixels} pixels, {c.rows} rows (even), "
@@ -204,7 +216,7 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
     groups = (c.k + 3) // 4
     fixed = f"_g{groups}" if groups <= FIXED_GROUPS else ""
     arrays = {"weights": _weights(c, names, f"dsp_{w}"),
-              "rq": step_array(names, f"rq{mode}", _rq_pairs(c.rq, mode))}
+              "rq": step_array(names, f"rq{mode}", _rq_pairs(c.rq, mode)), **_exception_arrays(c.rq, names)}
     unread = {1}
     if c.izp != 0 or not c.bias_per_channel:
         arrays["base"] = step_array(names, "base", layouts.row_starts(c.weight_rows(), c.bias_per_row(), c.izp))
@@ -274,6 +286,7 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
         assert c.rq is not None
         fn = f"qc_dsp_dw_s8_{_rq_name(c.rq, mode)}"
         arrays["rq"] = step_array(names, f"rq{mode}", _rq_pairs(c.rq, mode))
+        arrays.update(_exception_arrays(c.rq, names))
         reason += ", int8 outputs of an exact 32-bit requantization (shifts >= 33)"
         if (g.kh, g.kw) == (3, 3) and g.sx == g.dx and c.rows % 4 == 0:
             pair = f"{fn}_pair"

@@ -143,8 +143,10 @@ def _why_not_conv(c: ConvStep) -> str:
 
 
 def _exact_vector(c: ConvStep) -> bool:
-    """The vector requantization of qc_mve_conv_* computes the step's outputs exactly."""
-    return c.rq is not None and exact_s33(c.rq) and c.y.dtype.ctype in ("int8_t", "int16_t")
+    """The vector requantization of qc_mve_conv_* computes the step's outputs exactly (no exceptions to the single
+    rounding: the template's store compares them)."""
+    return (c.rq is not None and exact_s33(c.rq) and not c.rq.exceptions
+            and c.y.dtype.ctype in ("int8_t", "int16_t"))
 
 
 def _conv(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> KernelChoice | None:
@@ -198,7 +200,7 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
         offsets = [(ky * g.dy * g.iw + kx * g.dx) * c.rows for ky in range(g.kh) for kx in range(g.kw)]
         arrays["taps"] = step_array(names, "tap_offsets", np.array(offsets, np.uint32), "uintptr_t")
     rq = c.rq
-    if rq is not None and exact_s33(rq) and c.y.dtype.name == "i8":
+    if rq is not None and exact_s33(rq) and not rq.exceptions and c.y.dtype.name == "i8":
         copies = 16 // c.rows if c.rows < 16 and 16 % c.rows == 0 and g.sx == 1 else 1
         arrays["w16"] = step_array(names, "dw_w16", layouts.mve_dw_w16(taps, c.rows, copies))
         arrays["params"] = step_array(names, "dw_params", layouts.mve_dw_params(

@@ -168,7 +168,8 @@ def _kernel(block: int, pixels: int, group: int) -> str:
 def _why_not_depthwise(c: ConvStep) -> str:
     return (f"not int8 x int8 with weight zero point 0, multiplier 1, at most {MAX_DW_TAPS} taps, a constant bias, "
             f"an int8 pad value, a padded plane of at most {MAX_DW_PLANE} bytes, |bias| + taps 2^17 < 2^31 and an "
-            "int32 output or a requantization qc_rv32_scale32 computes exactly")
+            "int32 output or a requantization qc_rv32_scale32 computes exactly (without exceptions to the single "
+            "rounding)")
 
 
 def _depthwise(c: ConvStep) -> KernelChoice | None:
@@ -178,7 +179,7 @@ def _depthwise(c: ConvStep) -> KernelChoice | None:
     bias = c.bias_abs_max
     if not (c.int8 and c.wzp == 0 and c.m == 1 and c.taps <= MAX_DW_TAPS and bias is not None
             and -128 <= c.pad_value <= 127 and height * width <= MAX_DW_PLANE
-            and bias + c.taps * 2 ** 17 < 2 ** 31):
+            and bias + c.taps * 2 ** 17 < 2 ** 31 and not (c.rq is not None and c.rq.exceptions)):
         return None
     store = requant_store(c.rq, _bound(c, np.abs(c.weight_rows()).sum(axis=0)))
     if store is None if c.rq else c.y.dtype.ctype != "int32_t":

@@ -46,9 +46,10 @@ class VectorRequantization:
 
 def vector_requantization(rq: Requantization | None, out_ctype: str) -> VectorRequantization | None:
     """The vector form of rq (qc_rvv_requantize): a 32-bit scale, SINGLE_ROUND or DOUBLE_ROUND with every shift > 31
-    (qc_scale32_double_gt31), outputs of 8 or 16 bits; None when it has none."""
+    (qc_scale32_double_gt31), outputs of 8 or 16 bits, no exceptions to the single rounding (the scalar store
+    compares them); None when it has none."""
     if not (rq and rq.scale32 and rq.fn in ("qc_scale32_single", "qc_scale32_double_gt31")
-            and out_ctype in ("int8_t", "int16_t")):
+            and out_ctype in ("int8_t", "int16_t") and not rq.exceptions):
         return None
     return VectorRequantization(rq.per_channel, rq.multipliers[0], rq.shifts[0],
                                 int(rq.fn == "qc_scale32_double_gt31"), rq.output_zp, rq.lo, rq.hi,

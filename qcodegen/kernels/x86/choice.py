@@ -209,11 +209,12 @@ def chooser(isa: Isa):
 
 def _vector_rq(c: ConvStep, acc32: bool) -> bool:
     """qc_x86_rq8_store computes the step's requantization: an int32 accumulator, a 32-bit scale, SINGLE_ROUND or
-    DOUBLE_ROUND with every shift > 31 (qc_scale32_double_gt31), int8 / int16 outputs. (The RESCALE of an i32
-    accumulator has input zero point 0.)"""
+    DOUBLE_ROUND with every shift > 31 (qc_scale32_double_gt31), int8 / int16 outputs, no exceptions to the single
+    rounding (those stores take the template's, which compares them). (The RESCALE of an i32 accumulator has input
+    zero point 0.)"""
     rq = c.rq
     return (acc32 and rq is not None and rq.scale32 and rq.fn in ("qc_scale32_single", "qc_scale32_double_gt31")
-            and c.y.dtype.name in ("i8", "i16"))
+            and c.y.dtype.name in ("i8", "i16") and not rq.exceptions)
 
 
 def _rq8(rq: Requantization, y_bits: int) -> Rq8:
