@@ -107,9 +107,10 @@ def _why_not_conv(c: ConvStep) -> str:
 def vector_rnd(rq: Requantization | None, out_ctype: str) -> int | None:
     """qc_hvx_requant's rnd for `rq` (1: DOUBLE_ROUND, or any rounding with every shift 31; 0: SINGLE_ROUND with
     every shift above 31), None when it does not compute rq exactly: int8 outputs of a 32-bit scale with
-    multipliers in [0, 2^31) and shifts 31..62 (TFLite exponents 0 and below)."""
+    multipliers in [0, 2^31) and shifts 31..62 (TFLite exponents 0 and below), no exceptions to the single rounding
+    (the template's store compares them)."""
     if not (rq is not None and out_ctype == "int8_t" and rq.scale32 and -128 <= rq.lo and rq.hi <= 127
-            and 31 <= rq.min_shift and max(rq.shifts) <= 62 and min(rq.multipliers) >= 0):
+            and 31 <= rq.min_shift and max(rq.shifts) <= 62 and min(rq.multipliers) >= 0 and not rq.exceptions):
         return None
     if rq.fn in ("qc_scale32_double", "qc_scale32_double_gt31") or max(rq.shifts) == 31:
         return 1
