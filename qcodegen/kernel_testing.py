@@ -108,11 +108,16 @@ class DepthwiseRow:
 
 
 def depthwise_row(rng: np.random.Generator, c: int, kernel: tuple[int, int], stride: int, pixels: int,
-                  izp: int) -> DepthwiseRow:
+                  izp: int, wmin: int = -128) -> DepthwiseRow:
+    """Weights in [wmin, 127]; wmin > -128: channel 0's weights all wmin and input row 1 all -128, the largest
+    products (|x w| = 128 |wmin|) on every tap of that row."""
     kh, kw = kernel
     x = rng.integers(-128, 128, (1, kh + stride, (pixels - 1) * stride + kw, c))
     x[0, 0] = 127
-    w = rng.integers(-128, 128, (kh, kw, c))
+    w = rng.integers(wmin, 128, (kh, kw, c))
+    if wmin > -128:
+        x[0, 1] = -128
+        w[..., 0] = wmin
     bias = rng.integers(-(1 << 20), 1 << 20, c)
     acc = depthwise_accumulators(x, w, bias, izp, (stride, stride))[0, 0]
     offsets = [(ky * x.shape[2] + kx) * c for ky in range(kh) for kx in range(kw)]

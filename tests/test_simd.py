@@ -499,7 +499,7 @@ def test_depthwise_few_channels(m55, c, stride, pad_value, iw, rounding, lo, shi
     rng = np.random.default_rng(c * stride + iw)
     ih = 7 if stride == 2 else 6
     oh, ow = (ih - 1) // stride + 1, (iw - 1) // stride + 1
-    w = rng.integers(-128, 128, (3, 3, c, 1)).astype(np.int8)
+    w = rng.integers(-127, 128, (3, 3, c, 1)).astype(np.int8)
     bits = 21 if iw % 2 else 15
     bias = rng.integers(-(1 << bits), 1 << bits, c).astype(np.int32)
     conv = dict(pad=[1, 1, 1, 1], stride=[stride, stride], dilation=[1, 1], input_zp=-7, pad_value=pad_value)
@@ -520,7 +520,7 @@ def test_depthwise_few_channels_unpadded(m55, c, iw, tmp_path):
     outside CI: an unused-variable error) or one pixel more."""
     rng = np.random.default_rng(c * iw)
     ih, oh, ow = 5, 3, iw - 2
-    w = rng.integers(-128, 128, (3, 3, c, 1)).astype(np.int8)
+    w = rng.integers(-127, 128, (3, 3, c, 1)).astype(np.int8)
     bias = rng.integers(-(1 << 15), 1 << 15, c).astype(np.int32)
     conv = dict(pad=[0, 0, 0, 0], stride=[1, 1], dilation=[1, 1], input_zp=3, pad_value=3)
     rescale = dict(multiplier=rng.integers(1 << 30, 1 << 31, c).tolist(), shift=rng.integers(33, 40, c).tolist(),
@@ -531,17 +531,21 @@ def test_depthwise_few_channels_unpadded(m55, c, iw, tmp_path):
     _check(sched, m55, [np.full((1, ih, iw, c), -128), np.full((1, ih, iw, c), 127)])
 
 
-@pytest.mark.parametrize("c, kernel, shifts, rounding, lo, zp", [
-    (48, 3, (33, 40), "double_round", -128, -128), (32, 3, (33, 36), "single_round", -20, 3),
-    (40, 3, (33, 62), "double_round", 0, -128), (64, 3, (33, 35), "single_round", -128, 100),
-    (32, 2, (33, 40), "double_round", -128, 5), (16, 3, (33, 40), "double_round", -7, -1)])
-def test_depthwise_blocks(m55, c, kernel, shifts, rounding, lo, zp, tmp_path):
+@pytest.mark.parametrize("c, kernel, shifts, rounding, lo, zp, wmin", [
+    (48, 3, (33, 40), "double_round", -128, -128, -127), (32, 3, (33, 36), "single_round", -20, 3, 127),
+    (40, 3, (33, 62), "double_round", 0, -128, -127), (64, 3, (33, 35), "single_round", -128, 100, -127),
+    (32, 2, (33, 40), "double_round", -128, 5, -127), (16, 3, (33, 40), "double_round", -7, -1, -127),
+    (32, 3, (33, 40), "double_round", -128, 0, -128)])
+def test_depthwise_blocks(m55, c, kernel, shifts, rounding, lo, zp, wmin, tmp_path):
     """Depthwise with int8 outputs over whole blocks of 16 channels: a 3x3 pixel of at least 2 blocks keeps its 9
     input pointers in registers (QC_MVE_DW_TAPS9_*), other blocks loop over the taps (2x2; one block of 16), a last
-    partial block (40 channels) is predicated; clamps narrower than int8 and not, both roundings."""
+    partial block (40 channels) is predicated; clamps narrower than int8 and not, both roundings. Channel 0's
+    weights all wmin: +-127 make tap pairs of 2 * 128 * 127 (the int16 limit of qc_mve_dw_s8_*); with a -128 the
+    int32 sums of qc_mve_dw_s32 instead."""
     rng = np.random.default_rng(c + kernel)
     ih, iw = 6, 7
-    w = rng.integers(-128, 128, (kernel, kernel, c, 1)).astype(np.int8)
+    w = rng.integers(-127, 128, (kernel, kernel, c, 1)).astype(np.int8)
+    w[..., 0, 0] = wmin
     bias = rng.integers(-(1 << 20), 1 << 20, c).astype(np.int32)
     conv = dict(pad=[1, 1, 1, 1], stride=[1, 1], dilation=[1, 1], input_zp=-9, pad_value=-9)
     oh, ow = ih + 3 - kernel, iw + 3 - kernel
@@ -550,7 +554,10 @@ def test_depthwise_blocks(m55, c, kernel, shifts, rounding, lo, zp, tmp_path):
     sched = _fused("DEPTHWISE_CONV2D", (1, ih, iw, c), w, bias, (1, oh, ow, c), conv, rescale)
     src = _generated(sched, m55, tmp_path)
     k = _choice(sched, m55)
-    assert k.form == "dw_s8" and f"{k.kernel}(&qc_dw" in src and k.kernel.endswith("_clamp") == (lo != -128)
+    if wmin == -128:
+        assert k.form == "dw_s32"
+    else:
+        assert k.form == "dw_s8" and f"{k.kernel}(&qc_dw" in src and k.kernel.endswith("_clamp") == (lo != -128)
     _check(sched, m55, [np.full((1, ih, iw, c), -128), np.full((1, ih, iw, c), 127)])
 
 

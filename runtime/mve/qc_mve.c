@@ -4,28 +4,42 @@
 #include "qc_mve.h"
 
 /* Depthwise with int8 outputs: one block of 16 channels of one output pixel, tap t reading its 16 inputs at
-   tab[t] + bc: the products of the even and odd channels (VMULLB/VMULLT.S8, exact in int16: |x w| <= 2^14),
-   widened (VMOVLB/VMOVLT.S16) and added to a[j] (channels j, j + 4, j + 8, j + 12, started at the block's start in
-   pr: bias - izp * the channel's weight sum, so that the sum over the taps of (x - izp) * w + bias is the start
-   plus the sum of x * w; every partial sum stays below |bias| + taps 2^17 < 2^31, checked at generation time);
+   tab[t] + bc. The taps go in pairs: each tap's products of the even and odd channels (VMULLB/VMULLT.S8, exact in
+   int16: the weights lie in [-127, 127], checked at generation time, so |x w| <= 128 * 127), the pair's two
+   products added in int16 (|sum| <= 2 * 128 * 127 = 32,512 < 2^15: exact), widened (VMOVLB/VMOVLT.S16) and added
+   to a[j] (channels j, j + 4, j + 8, j + 12, started at the block's start in pr: bias - izp * the channel's weight
+   sum, so that the sum over the taps of (x - izp) * w + bias is the start plus the sum of x * w; every partial sum
+   stays below |bias| + taps 2^17 < 2^31, checked at generation time); an odd last tap alone, widened as it is;
    then each a[j] requantized without the zero point (qc_mve_floor32, exact for shifts 32..62: r), narrowed with
    saturation into int16 lanes (VQMOVNB/VQMOVNT: a0 | a2 the even channels, a1 | a3 the odd ones), zp added with
    saturation, narrowed with saturation into one int8x16 of the channels in order and clamped there (VMAX/VMIN.S8;
    not when lo, hi are -128, 127: clamp 0). As |zp| <= 128 and lo, hi are inside int8, that is clamp(r + zp, lo,
    hi): where r is outside int16, sat16(r) + zp and r + zp are both beyond int8 on the same side. Stored at y.
    Whole blocks: these steps in one asm statement (GCC 12 spills the constants and copies registers around the
-   loop of taps: 81 instructions per block besides the taps' 14 each, 45 in asm). */
+   loop of taps). A pair is 19 instructions per 32 MACs (a tap alone 12 per 16): the 8 vector registers hold the 4
+   accumulators, so the second tap's even products overwrite its weights (VMULL.S8's destination may be a source:
+   each 16-bit result lane reads only the source bytes of its own beat), which are loaded again for the odd ones. */
 #define QC_MVE_DW_START                                                                                           \
   "vldrw.32 %q[a0], [%[pr]]\n\tvldrw.32 %q[a1], [%[pr], #16]\n\t"                                                \
   "vldrw.32 %q[a2], [%[pr], #32]\n\tvldrw.32 %q[a3], [%[pr], #48]\n\t"
-/* a tap, its 16 inputs in x: x * 16 weights (from w8, advanced) added to a0..a3 */
-#define QC_MVE_DW_MAC                                                                                             \
-  "vldrb.8 %q[w], [%[w8]], #16\n\t"                                                                               \
-  "vmullb.s8 %q[e], %q[x], %q[w]\n\tvmullt.s8 %q[o], %q[x], %q[w]\n\t"                                            \
+/* the int16 products in e (even channels) and o (odd) widened and added to a0..a3 */
+#define QC_MVE_DW_WIDEN                                                                                           \
   "vmovlb.s16 %q[x], %q[e]\n\tvadd.i32 %q[a0], %q[a0], %q[x]\n\t"                                                  \
   "vmovlt.s16 %q[e], %q[e]\n\tvadd.i32 %q[a2], %q[a2], %q[e]\n\t"                                                  \
   "vmovlb.s16 %q[x], %q[o]\n\tvadd.i32 %q[a1], %q[a1], %q[x]\n\t"                                                  \
   "vmovlt.s16 %q[o], %q[o]\n\tvadd.i32 %q[a3], %q[a3], %q[o]\n\t"
+/* a tap, its 16 inputs in x: the products with 16 weights (from w8, advanced) in e, o */
+#define QC_MVE_DW_MUL                                                                                             \
+  "vldrb.8 %q[w], [%[w8]], #16\n\t"                                                                               \
+  "vmullb.s8 %q[e], %q[x], %q[w]\n\tvmullt.s8 %q[o], %q[x], %q[w]\n\t"
+/* a tap alone: its products added to a0..a3 */
+#define QC_MVE_DW_MAC QC_MVE_DW_MUL QC_MVE_DW_WIDEN
+/* the second tap of a pair, its 16 inputs in x: its products (weights from w8, advanced) added to e, o in int16 */
+#define QC_MVE_DW_MUL2                                                                                            \
+  "vldrb.8 %q[w], [%[w8]]\n\tvmullb.s8 %q[w], %q[x], %q[w]\n\tvadd.i16 %q[e], %q[e], %q[w]\n\t"                   \
+  "vldrb.8 %q[w], [%[w8]], #16\n\tvmullt.s8 %q[x], %q[x], %q[w]\n\tvadd.i16 %q[o], %q[o], %q[x]\n\t"
+/* a pair of taps, LOAD1 and LOAD2 loading their inputs into x */
+#define QC_MVE_DW_PAIR(load1, load2) load1 QC_MVE_DW_MUL load2 QC_MVE_DW_MUL2 QC_MVE_DW_WIDEN
 /* a[j] = qc_mve_floor32(a[j], multipliers, 31 - shifts) (VQDMULH, or VQRDMULH + (v >> 31) for dbl; VRSHL) */
 #define QC_MVE_DW_RQ(j, dbl)                                                                                       \
   "vldrw.32 %q[x], [%[pr], #" #j "*16+64]\n\t"                                                                    \
@@ -48,31 +62,33 @@
 #define QC_MVE_DW_VECTORS                                                                                         \
   [a0] "=&w"(a0), [a1] "=&w"(a1), [a2] "=&w"(a2), [a3] "=&w"(a3), [x] "=&w"(x), [w] "=&w"(wv), [e] "=&w"(e),     \
       [o] "=&w"(o)
-/* One block, its taps in a loop (tap t's inputs at tab[t] + bc). */
+/* the next tap of the table: its 16 inputs at *tab++ + bc into x */
+#define QC_MVE_DW_TABLE_X "ldr %[xp], [%[tab]], #4\n\tadd %[xp], %[xp], %[bc]\n\tvldrb.8 %q[x], [%[xp]]\n\t"
+/* One block, its taps in a loop of pairs (tap t's inputs at tab[t] + bc), an odd last tap after it. */
 #define QC_MVE_DW_BLOCK(dbl, clamp)                                                                                \
-  __asm__ volatile(QC_MVE_DW_START "dls lr, %[taps]\n"                                                           \
-                   "1:\n\t"                                                                                        \
-                   "ldr %[xp], [%[tab]], #4\n\tadd %[xp], %[xp], %[bc]\n\tvldrb.8 %q[x], [%[xp]]\n\t"             \
-                   QC_MVE_DW_MAC "le lr, 1b\n\t" QC_MVE_DW_END(dbl, clamp) "vstrb.8 %q[x], [%[y]]"                 \
+  __asm__ volatile(QC_MVE_DW_START "wls lr, %[pairs], 2f\n"                                                      \
+                   "1:\n\t" QC_MVE_DW_PAIR(QC_MVE_DW_TABLE_X, QC_MVE_DW_TABLE_X) "le lr, 1b\n"                     \
+                   "2:\n\t"                                                                                        \
+                   "tst %[taps], #1\n\tbeq 3f\n\t" QC_MVE_DW_TABLE_X QC_MVE_DW_MAC                                  \
+                   "3:\n\t" QC_MVE_DW_END(dbl, clamp) "vstrb.8 %q[x], [%[y]]"                                      \
                    : QC_MVE_DW_VECTORS, [xp] "=&r"(xp), [tab] "+r"(tab), [w8] "+r"(w)                             \
-                   : [pr] "r"(pr), [bc] "r"(bc), [y] "r"(y), [taps] "r"(taps)                                     \
-                   : "lr", "memory")
+                   : [pr] "r"(pr), [bc] "r"(bc), [y] "r"(y), [taps] "r"(taps), [pairs] "r"(taps >> 1)             \
+                   : "lr", "cc", "memory")
 /* A block of a pixel of 9 taps, their inputs' pointers t0..t8 in registers, advanced by a block each: two asm
    statements (at most 30 operands each), the accumulators between them in a0..a3. */
-#define QC_MVE_DW_TAP9(t) "vldrb.8 %q[x], [%[" t "]], #16\n\t" QC_MVE_DW_MAC
+#define QC_MVE_DW_X9(t) "vldrb.8 %q[x], [%[" t "]], #16\n\t"
+#define QC_MVE_DW_PAIR9(t, u) QC_MVE_DW_PAIR(QC_MVE_DW_X9(t), QC_MVE_DW_X9(u))
 #define QC_MVE_DW_TAPS9_A                                                                                         \
-  __asm__ volatile(QC_MVE_DW_START QC_MVE_DW_TAP9("t0") QC_MVE_DW_TAP9("t1") QC_MVE_DW_TAP9("t2")                    \
-                   QC_MVE_DW_TAP9("t3") QC_MVE_DW_TAP9("t4")                                                       \
-                   : QC_MVE_DW_VECTORS, [t0] "+r"(t0), [t1] "+r"(t1), [t2] "+r"(t2), [t3] "+r"(t3),                \
-                     [t4] "+r"(t4), [w8] "+r"(w)                                                                   \
+  __asm__ volatile(QC_MVE_DW_START QC_MVE_DW_PAIR9("t0", "t1") QC_MVE_DW_PAIR9("t2", "t3")                          \
+                   : QC_MVE_DW_VECTORS, [t0] "+r"(t0), [t1] "+r"(t1), [t2] "+r"(t2), [t3] "+r"(t3), [w8] "+r"(w)   \
                    : [pr] "r"(pr)                                                                                  \
                    : "memory")
 #define QC_MVE_DW_TAPS9_B(dbl, clamp)                                                                              \
-  __asm__ volatile(QC_MVE_DW_TAP9("t5") QC_MVE_DW_TAP9("t6") QC_MVE_DW_TAP9("t7") QC_MVE_DW_TAP9("t8")               \
+  __asm__ volatile(QC_MVE_DW_PAIR9("t4", "t5") QC_MVE_DW_PAIR9("t6", "t7") QC_MVE_DW_X9("t8") QC_MVE_DW_MAC          \
                    QC_MVE_DW_END(dbl, clamp) "vstrb.8 %q[x], [%[y]], #16\n\tadd %[pr], %[pr], #240"                 \
                    : [a0] "+&w"(a0), [a1] "+&w"(a1), [a2] "+&w"(a2), [a3] "+&w"(a3), [x] "=&w"(x),                  \
-                     [w] "=&w"(wv), [e] "=&w"(e), [o] "=&w"(o), [t5] "+r"(t5), [t6] "+r"(t6), [t7] "+r"(t7),         \
-                     [t8] "+r"(t8), [w8] "+r"(w), [pr] "+r"(pr), [y] "+r"(y)                                       \
+                     [w] "=&w"(wv), [e] "=&w"(e), [o] "=&w"(o), [t4] "+r"(t4), [t5] "+r"(t5), [t6] "+r"(t6),         \
+                     [t7] "+r"(t7), [t8] "+r"(t8), [w8] "+r"(w), [pr] "+r"(pr), [y] "+r"(y)                         \
                    :                                                                                               \
                    : "memory")
 
@@ -101,10 +117,14 @@ static inline __attribute__((always_inline)) void qc_mve_dw_part(const uintptr_t
     int clamp) {
   const mve_pred16_t p8 = vctp8q((uint32_t)left);
   int32x4_t a0 = vldrwq_s32(pr), a1 = vldrwq_s32(pr + 4), a2 = vldrwq_s32(pr + 8), a3 = vldrwq_s32(pr + 12);
-  for (int32_t t = 0; t < taps; ++t, w += 16) {
-    const int8_t *x = (const int8_t *)(tab[t] + bc);
-    const int8x16_t xv = vldrbq_z_s8(x, p8), wv = vldrbq_s8(w);
-    const int16x8_t pe = vmullbq_int_s8(xv, wv), po = vmulltq_int_s8(xv, wv);
+  for (int32_t t = 0; t < taps; t += 2, w += 32) {  /* the taps in pairs, as the whole blocks */
+    const int8x16_t xv = vldrbq_z_s8((const int8_t *)(tab[t] + bc), p8), wv = vldrbq_s8(w);
+    int16x8_t pe = vmullbq_int_s8(xv, wv), po = vmulltq_int_s8(xv, wv);
+    if (t + 1 < taps) {
+      const int8x16_t xu = vldrbq_z_s8((const int8_t *)(tab[t + 1] + bc), p8), wu = vldrbq_s8(w + 16);
+      pe = vaddq_s16(pe, vmullbq_int_s8(xu, wu));
+      po = vaddq_s16(po, vmulltq_int_s8(xu, wu));
+    }
     a0 = vaddq_s32(a0, vmovlbq_s16(pe));
     a2 = vaddq_s32(a2, vmovltq_s16(pe));
     a1 = vaddq_s32(a1, vmovlbq_s16(po));

@@ -9,8 +9,9 @@ int8 x int8 convolutions with weight zero point 0 and rows of at most 65,535 ele
 - other CONV2D: 4 weight rows per input vector (qc_mve_dot_4rows_s8), the step requantizing each sum;
 - DEPTHWISE_CONV2D (multiplier 1, constant weights and bias, |bias| + taps 2^17 < 2^31): blocks of 16 channels in
   registers over the taps, one call per run of interior pixels of an output row (qc_mve_dw_s8_*: int8 outputs of an
-  exact 32-bit requantization, requantized and narrowed in registers; qc_mve_dw_s32: int32 sums, stored as they
-  are or requantized by the step); other int8 depthwise: the portable loops with a vector tap (qc_mve_mla_s8).
+  exact 32-bit requantization, weights in [-127, 127]: tap pairs added in int16, requantized and narrowed in
+  registers; qc_mve_dw_s32: int32 sums, stored as they are or requantized by the step); other int8 depthwise: the
+  portable loops with a vector tap (qc_mve_mla_s8).
 Besides: AVG_POOL2D window sums of int8 inputs in vectors (qc_mve_pool_sum_*), FUSED_ELEMENTWISE chains of exact
 requantizations, clamps and int32 additions 4 lanes at a time (qc_mve_ew_*), and every FUSED_CONV output stored by
 template C with the SMLAL requantization of runtime/cortex-m/qc_cm_rq.h where it is exact."""
@@ -200,7 +201,9 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
         offsets = [(ky * g.dy * g.iw + kx * g.dx) * c.rows for ky in range(g.kh) for kx in range(g.kw)]
         arrays["taps"] = step_array(names, "tap_offsets", np.array(offsets, np.uint32), "uintptr_t")
     rq = c.rq
-    if rq is not None and exact_s33(rq) and not rq.exceptions and c.y.dtype.name == "i8":
+    # qc_mve_dw_s8_* add a pair of taps' products in int16: exact with weights in [-127, 127] (TFLite's int8 range)
+    if (rq is not None and exact_s33(rq) and not rq.exceptions and c.y.dtype.name == "i8"
+            and int(taps.min()) >= -127):
         copies = 16 // c.rows if c.rows < 16 and 16 % c.rows == 0 and g.sx == 1 else 1
         arrays["w16"] = step_array(names, "dw_w16", layouts.mve_dw_w16(taps, c.rows, copies))
         arrays["params"] = step_array(names, "dw_params", layouts.mve_dw_params(
@@ -208,7 +211,8 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
             copies))
         fn = f"qc_mve_dw_s8_{'double' if _dbl(rq) else 'single'}{'' if (rq.lo, rq.hi) == INT8_RANGE else '_clamp'}"
         params = Depthwise(fn, True, c.rows, c.taps, copies, rq.output_zp, rq.lo, rq.hi)
-        return KernelChoice(fn, reason + ", int8 outputs of an exact 32-bit requantization (shifts >= 33)",
+        return KernelChoice(fn, reason + ", int8 outputs of an exact 32-bit requantization (shifts >= 33), weights "
+                            "in [-127, 127] (tap pairs in int16)",
                             "mve_dw_w16", "dw_s8", arrays, params, frozenset({1, 2}), step_constants=False,
                             files=DW_FILES)
     arrays["base"] = step_array(names, "dw_starts", layouts.mve_dw_starts(taps, c.rows, c.bias_per_row(),
