@@ -75,20 +75,23 @@
                    : [pr] "r"(pr), [bc] "r"(bc), [y] "r"(y), [taps] "r"(taps), [pairs] "r"(taps >> 1)             \
                    : "lr", "cc", "memory")
 /* A block of a pixel of 9 taps, their inputs' pointers t0..t8 in registers, advanced by a block each: two asm
-   statements (at most 30 operands each), the accumulators between them in a0..a3. */
+   statements (at most 30 operands each), the accumulators between them in a0..a3; tap 4 alone (the first statement
+   takes 5 pointers, the second 4 with pr and y, as GCC allocates them without moves). */
 #define QC_MVE_DW_X9(t) "vldrb.8 %q[x], [%[" t "]], #16\n\t"
 #define QC_MVE_DW_PAIR9(t, u) QC_MVE_DW_PAIR(QC_MVE_DW_X9(t), QC_MVE_DW_X9(u))
 #define QC_MVE_DW_TAPS9_A                                                                                         \
-  __asm__ volatile(QC_MVE_DW_START QC_MVE_DW_PAIR9("t0", "t1") QC_MVE_DW_PAIR9("t2", "t3")                          \
-                   : QC_MVE_DW_VECTORS, [t0] "+r"(t0), [t1] "+r"(t1), [t2] "+r"(t2), [t3] "+r"(t3), [w8] "+r"(w)   \
+  __asm__ volatile(QC_MVE_DW_START QC_MVE_DW_PAIR9("t0", "t1") QC_MVE_DW_PAIR9("t2", "t3") QC_MVE_DW_X9("t4")       \
+                   QC_MVE_DW_MAC                                                                                   \
+                   : QC_MVE_DW_VECTORS, [t0] "+r"(t0), [t1] "+r"(t1), [t2] "+r"(t2), [t3] "+r"(t3),                \
+                     [t4] "+r"(t4), [w8] "+r"(w)                                                                   \
                    : [pr] "r"(pr)                                                                                  \
                    : "memory")
 #define QC_MVE_DW_TAPS9_B(dbl, clamp)                                                                              \
-  __asm__ volatile(QC_MVE_DW_PAIR9("t4", "t5") QC_MVE_DW_PAIR9("t6", "t7") QC_MVE_DW_X9("t8") QC_MVE_DW_MAC          \
+  __asm__ volatile(QC_MVE_DW_PAIR9("t5", "t6") QC_MVE_DW_PAIR9("t7", "t8")                                         \
                    QC_MVE_DW_END(dbl, clamp) "vstrb.8 %q[x], [%[y]], #16\n\tadd %[pr], %[pr], #240"                 \
                    : [a0] "+&w"(a0), [a1] "+&w"(a1), [a2] "+&w"(a2), [a3] "+&w"(a3), [x] "=&w"(x),                  \
-                     [w] "=&w"(wv), [e] "=&w"(e), [o] "=&w"(o), [t4] "+r"(t4), [t5] "+r"(t5), [t6] "+r"(t6),         \
-                     [t7] "+r"(t7), [t8] "+r"(t8), [w8] "+r"(w), [pr] "+r"(pr), [y] "+r"(y)                         \
+                     [w] "=&w"(wv), [e] "=&w"(e), [o] "=&w"(o), [t5] "+r"(t5), [t6] "+r"(t6), [t7] "+r"(t7),         \
+                     [t8] "+r"(t8), [w8] "+r"(w), [pr] "+r"(pr), [y] "+r"(y)                                       \
                    :                                                                                               \
                    : "memory")
 
