@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -103,6 +104,12 @@ def require(condition: bool, message: str) -> None:
     """An ERROR_IF: raise GraphError with `message` unless `condition` holds."""
     if not condition:
         raise GraphError(message)
+
+
+def require_attrs(attrs: Mapping[str, object], op: str, keys: Iterable[str]) -> None:
+    """A step's attributes hold every key of `keys` (GraphError naming the missing ones otherwise)."""
+    missing = [k for k in keys if k not in attrs]
+    require(not missing, f"{op}: missing attributes {missing}")
 
 
 def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...], op: str) -> tuple[int, ...]:

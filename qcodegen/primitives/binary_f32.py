@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.schedule import StepIO
-from .base import Primitive, Ranges, broadcast_shape, full_shape_inputs, register, require
+from .base import Primitive, Ranges, broadcast_shape, full_shape_inputs, register, require, require_attrs
 from .elementwise import broadcast_nest
 from .rescale_f32 import mantissa_exponent
 
@@ -49,8 +49,7 @@ class BinaryF32Params:
     def of(cls, io: StepIO) -> BinaryF32Params:
         a = io.attrs
         keys = ("operation", "a_scale", "a_zp", "b_scale", "b_zp", "y_scale", "y_zp", "qmin", "qmax")
-        missing = [k for k in keys if k not in a]
-        require(not missing, f"BINARY_F32: missing attributes {missing}")
+        require_attrs(a, "BINARY_F32", keys)
         return cls(str(a["operation"]), np.float32(a["a_scale"]), int(a["a_zp"]), np.float32(a["b_scale"]),
                    int(a["b_zp"]), np.float32(a["y_scale"]), int(a["y_zp"]), int(a["qmin"]), int(a["qmax"]))
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.schedule import StepIO
-from .base import Primitive, Ranges, register, require
+from .base import Primitive, Ranges, register, require, require_attrs
 from .binary_f32 import SCALE_RANGE
 from .rescale_f32 import mantissa_exponent
 
@@ -60,8 +60,7 @@ class ResizeF32Params:
     def of(cls, io: StepIO) -> ResizeF32Params:
         a = io.attrs
         keys = ("axis", "form", "ys", "xs", "wy", "wx", "in_scale", "in_zp", "out_scale", "out_zp", "qmin", "qmax")
-        missing = [k for k in keys if k not in a]
-        require(not missing, f"RESIZE_F32: missing attributes {missing}")
+        require_attrs(a, "RESIZE_F32", keys)
         form = str(a["form"])
         require(form in _TAPS, f"RESIZE_F32: form {form!r} is not one of {list(_TAPS)}")
         k = _TAPS[form]

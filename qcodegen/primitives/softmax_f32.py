@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.schedule import StepIO
-from .base import Primitive, Ranges, register, require
+from .base import Primitive, Ranges, register, require, require_attrs
 from .rescale_f32 import mantissa_exponent
 
 _TYPES = ("i8", "u8")
@@ -41,8 +41,7 @@ class SoftmaxF32Params:
     @classmethod
     def of(cls, io: StepIO) -> SoftmaxF32Params:
         a = io.attrs
-        missing = [k for k in ("table", "y_scale", "output_zp", "qmax") if k not in a]
-        require(not missing, f"SOFTMAX_F32: missing attributes {missing}")
+        require_attrs(a, "SOFTMAX_F32", ("table", "y_scale", "output_zp", "qmax"))
         return cls(np.asarray(a["table"], np.float64).astype(np.float32), np.float32(a["y_scale"]),
                    int(a["output_zp"]), int(a["qmax"]), int(a.get("out_offset", 0)))
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import GraphError, PlanError
 from ..ir.schedule import CONST, StepIO
-from .base import Primitive, Ranges, register, require
+from .base import Primitive, Ranges, register, require, require_attrs
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,7 @@ class LutParams:
 
     @classmethod
     def of(cls, io: StepIO) -> LutParams:
-        missing = [f.name for f in fields(cls) if f.name not in io.attrs]
-        require(not missing, f"SYMMETRIC_LUT: missing attributes {missing}")
+        require_attrs(io.attrs, "SYMMETRIC_LUT", (f.name for f in fields(cls)))
         return cls(*(int(io.attrs[f.name]) for f in fields(cls)))
 
 
