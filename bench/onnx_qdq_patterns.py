@@ -9,7 +9,8 @@ uint16 activations), compiled, and every output element of --samples seeded inpu
 onnxruntime's CPU execution provider. Also printed: the ops onnxruntime runs after its QDQ fusions (a float op
 between DequantizeLinear and QuantizeLinear is its float path). Needs onnx and onnxruntime.
 --section sixteen: products with int16 / uint16 activations and int8 / int4 weights; --section blockwise:
-hand-built MatMul / Gemm models with blockwise (opset 21 block_size) weights. Cells: differing / compared elements
+hand-built MatMul / Gemm models with blockwise (opset 21 block_size) weights, each cell also compared with the
+real-number product rounded once (float64 of the stored values: "real"). Cells: differing / compared elements
 and the largest difference in output LSBs. --ort-config passes onnxruntime session configuration entries.
 """
 
@@ -19,6 +20,7 @@ import argparse
 import logging
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -170,6 +172,28 @@ def blockwise_matmul(op: str, weights: str, block: int, activations: str, k: int
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]).SerializeToString()
 
 
+def blockwise_real(raw: bytes) -> Callable[[np.ndarray], np.ndarray]:
+    """x -> the blockwise_matmul model's result from the real-number product of the stored values (float64, exact
+    up to 2^-52 relative), quantized once (half to even, clamped) and dequantized as its last DequantizeLinear."""
+    import onnx
+    from onnx import numpy_helper
+
+    c = {t.name: numpy_helper.to_array(t) for t in onnx.load_from_string(raw).graph.initializer}
+    f64 = {k: np.float64(c[k]) for k in ("x_s", "y_s")}
+    block = c["wq"].shape[0] // c["ws"].shape[0]
+    w = ((c["wq"].astype(np.float64) - np.repeat(c["wz"].astype(np.float64), block, axis=0))
+         * np.repeat(c["ws"].astype(np.float64), block, axis=0))
+    info = np.iinfo(c["x_z"].dtype)
+
+    def real(x: np.ndarray) -> np.ndarray:
+        xq = np.clip(np.rint(x.astype(np.float32) / np.float32(c["x_s"])) + int(c["x_z"]), info.min, info.max)
+        y = (xq - int(c["x_z"])) * f64["x_s"] @ w / f64["y_s"]
+        yq = np.clip(np.rint(y) + int(c["y_z"]), info.min, info.max)
+        return ((yq - int(c["y_z"])) * np.float32(c["y_s"])).astype(np.float32)
+
+    return real
+
+
 def _has_product(raw: bytes) -> bool:
     import onnx
 
@@ -201,19 +225,28 @@ def _output_scales(raw: bytes) -> dict[str, float]:
     return {o.name: float(np.max(consts[producers[o.name].input[1]])) for o in graph.output}
 
 
-def _differences(raw: bytes, schedule, target_name: str, samples: int,
-                 config: dict[str, str]) -> tuple[int, int, int]:
-    """(differing elements, compared elements, largest difference in output LSBs) vs onnxruntime."""
-    target = load_target(target_name)
-    oracle, rng = onnxruntime_oracle(raw, config), np.random.default_rng(1)
+def _differences(raw: bytes, schedule, target_name: str, samples: int, config: dict[str, str],
+                 real: bool = False) -> tuple[int, int, int]:
+    """(differing elements, compared elements, largest difference in output LSBs) vs onnxruntime, or with `real`
+    (a blockwise_matmul model) vs the real-number product rounded once (blockwise_real); target_name
+    "onnxruntime": onnxruntime itself vs that product."""
+    rng = np.random.default_rng(1)
+    ort = onnxruntime_oracle(raw, config)
+    product = blockwise_real(raw) if real else None
+    oracle = (lambda batch: [product(batch[0])]) if product else ort
     scales = _output_scales(raw)
     count = total = worst = 0
     with tempfile.TemporaryDirectory(prefix="qc-onnx-pat-") as tmp:
-        generated = generate(schedule, Path(tmp), target, harness=target.runner == "harness")
-        runner = get_runner(target)
+        if target_name == "onnxruntime":
+            run = ort
+        else:
+            target = load_target(target_name)
+            generated = generate(schedule, Path(tmp), target, harness=target.runner == "harness")
+            runner = get_runner(target)
+            run = lambda batch: runner.run(generated, batch)[0]  # noqa: E731
         for _ in range(samples):
             batch = random_inputs(schedule, rng)
-            got, _ = runner.run(generated, batch)
+            got = run(batch)
             for name, want, have in zip(schedule.outputs, oracle(batch), got, strict=True):
                 lsb = np.rint(np.abs(want.astype(np.float64) - have.astype(np.float64)) / scales[name])
                 count, total = count + int(np.count_nonzero(want != have)), total + want.size
@@ -221,7 +254,7 @@ def _differences(raw: bytes, schedule, target_name: str, samples: int,
     return count, total, worst
 
 
-def _row(name: str, config: str, raw: bytes, args: argparse.Namespace) -> None:
+def _row(name: str, config: str, raw: bytes, args: argparse.Namespace, real: bool = False) -> None:
     ort_config = dict(entry.split("=", 1) for entry in args.ort_config)
     ops = [op for op in _ort_ops(raw, ort_config) if op not in ("QuantizeLinear", "DequantizeLinear", "Transpose")]
     try:
@@ -230,8 +263,9 @@ def _row(name: str, config: str, raw: bytes, args: argparse.Namespace) -> None:
         print(f"| {name} | {config} | {', '.join(ops)} | refused: {exc} |", flush=True)
         return
     cells = []
-    for target_name in args.targets:
-        count, total, worst = _differences(raw, schedule, target_name, args.samples, ort_config)
+    columns = [(t, False) for t in args.targets] + ([(args.targets[0], True), ("onnxruntime", True)] if real else [])
+    for target_name, vs_real in columns:
+        count, total, worst = _differences(raw, schedule, target_name, args.samples, ort_config, vs_real)
         cells.append(f"{count} / {total}" + (f" (max {worst} LSB)" if count else ""))
     print(f"| {name} | {config} | {', '.join(ops)} | {' | '.join(cells)} |", flush=True)
 
@@ -247,15 +281,17 @@ def main(argv: list[str] | None = None) -> int:
                              "session.qdq_matmulnbits_accuracy_level=1")
     args = parser.parse_args(argv)
     logging.getLogger().setLevel(logging.ERROR)
-    print(f"| pattern | config | onnxruntime runs | {' | '.join(args.targets)} |")
-    print(f"|---|---|---|{'---|' * len(args.targets)}")
-    if args.section == "blockwise":
+    blockwise = args.section == "blockwise"
+    real = [f"{args.targets[0]} vs real", "onnxruntime vs real"] if blockwise else []
+    print(f"| pattern | config | onnxruntime runs | {' | '.join(args.targets + real)} |")
+    print(f"|---|---|---|{'---|' * (len(args.targets) + len(real))}")
+    if blockwise:
         for op in ("MatMul", "Gemm"):
             for weights in ("int8", "int4", "uint4"):
                 for block in (16, 32, 64, 128):
                     for activations in ("uint8", "int8"):
                         raw = blockwise_matmul(op, weights, block, activations)
-                        _row(op, f"{weights} block {block}, {activations}", raw, args)
+                        _row(op, f"{weights} block {block}, {activations}", raw, args, real=True)
         return 0
     sixteen = args.section == "sixteen"
     for name, float_model in (sixteen_bit_products() if sixteen else patterns()).items():

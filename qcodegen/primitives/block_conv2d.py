@@ -1,17 +1,21 @@
 """BLOCK_CONV2D: a 2-D convolution with sub-channel (blockwise) weights, requantized once (docs/schemes.md).
 
-Inputs: x [N, IH, IW, C] i8 (NHWC), w [O, KH, KW, C] i8 or i4 (OHWI), ratio [B, O] i16 (one integer per
-input-channel block b and output channel oc; block size BS = C / B). attrs: pad [top, bottom, left, right], stride,
-dilation (TOSA window geometry, Window), input_zp, weight_zp, and the output requantization, a RESCALE of the i32
-sum per output channel: multiplier [O], shift [O] (32-bit), output_zp, rounding (as RESCALE), out_min / out_max.
-Output [N, OH, OW, O] i8, i16 or i32. Padding taps read input_zp (they contribute 0, as in TOSA CONV2D).
+Inputs: x [N, IH, IW, C] i8 (NHWC), w [O, KH, KW, C] i8 or i4 (OHWI), ratio [B, O] (one integer per input-channel
+block b and output channel oc; block size BS = C / B). attrs: pad [top, bottom, left, right], stride, dilation (TOSA
+window geometry, Window), input_zp, weight_zp. Padding taps read input_zp (they contribute 0, as in TOSA CONV2D).
+The ratio's type selects the width of the ratio-weighted sum `total`:
+- i16 ratios: `total` is int32 and the step requantizes it, a RESCALE of the i32 sum per output channel (attrs
+  multiplier [O], shift [O] (32-bit), output_zp, rounding (as RESCALE), out_min / out_max). Output i8, i16 or i32.
+- i32 ratios (the wide form, up to 24-bit ratios): `total` is int64 and is the output, i48; a following step
+  requantizes it (e.g. RESCALE_F32 of an i48 input).
 
-Per output pixel p and channel oc, in this order (all int32; value_ranges proves that no value overflows):
+Per output pixel p and channel oc, in this order (value_ranges proves that no value overflows its type):
     total = 0
     for b:  acc = sum over the taps (ky, kx, ic), ic in [b*BS, (b+1)*BS), of (x - input_zp) * (w[oc] - weight_zp)
-            total = total + acc * ratio[b, oc]
-    out[p, oc] = clamp(apply_scale_32(total, multiplier[oc], shift[oc]) + output_zp, out_min, out_max)
-The lowering (qcodegen/lower/stablehlo/blockwise.py) chooses the ratios: block b's unit s_x * s_w[b, oc] is
+            total = total + acc * ratio[b, oc]        (acc int32; total int32, or int64 in the wide form)
+    out[p, oc] = clamp(apply_scale_32(total, multiplier[oc], shift[oc]) + output_zp, out_min, out_max)   (i16)
+    out[p, oc] = total                                                                                   (i32)
+The lowerings (qcodegen/lower/stablehlo/blockwise.py) choose the ratios: block b's unit s_x * s_w[b, oc] is
 ratio[b, oc] units of a common per-channel scale c[oc] (up to the ratio's rounding)."""
 
 from __future__ import annotations
@@ -47,6 +51,11 @@ class BlockConv2D(Primitive):
     def blocks(io: StepIO) -> int:
         return io.ins[2].shape[0]
 
+    @staticmethod
+    def wide(io: StepIO) -> bool:
+        """i32 ratios: an int64 ratio-weighted sum, output as it is (i48)."""
+        return io.ins[2].dtype.name == "i32"
+
     def rescale_io(self, io: StepIO) -> StepIO:
         """The output requantization as a RESCALE step of the i32 sums [N, OH, OW, O] (per channel, last axis)."""
         attrs = {k: io.attrs[k] for k in RESCALE_KEYS if k in io.attrs}
@@ -68,17 +77,19 @@ class BlockConv2D(Primitive):
                 f"{op}: input must be i8 and weights i8 or i4, got {x.dtype} x {w.dtype}")
         require(x.shape[3] == w.shape[3], f"{op}: input has {x.shape[3]} channels, the weights {list(w.shape)} "
                                           f"expect {w.shape[3]}")
-        require(r.dtype.name == "i16" and len(r.shape) == 2 and r.shape[1] == w.shape[0] and r.shape[0] >= 1
-                and w.shape[3] % r.shape[0] == 0,
-                f"{op}: ratio must be i16 [blocks, {w.shape[0]}] with blocks dividing {w.shape[3]}, got "
+        require(r.dtype.name in ("i16", "i32") and len(r.shape) == 2 and r.shape[1] == w.shape[0]
+                and r.shape[0] >= 1 and w.shape[3] % r.shape[0] == 0,
+                f"{op}: ratio must be i16 or i32 [blocks, {w.shape[0]}] with blocks dividing {w.shape[3]}, got "
                 f"{r.dtype} {list(r.shape)}")
-        require(io.outs[0].dtype.name in ("i8", "i16", "i32"), f"{op}: output must be i8, i16 or i32, got "
-                                                                f"{io.outs[0].dtype}")
+        outs = ("i48",) if self.wide(io) else ("i8", "i16", "i32")
+        require(io.outs[0].dtype.name in outs, f"{op}: with {r.dtype} ratios the output must be "
+                                               f"{' or '.join(outs)}, got {io.outs[0].dtype}")
         izp, wzp = self.zero_points(io)
         require(x.dtype.min <= izp <= x.dtype.max, f"{op}: input zero point {izp} is outside {x.dtype}")
         require(w.dtype.min <= wzp <= w.dtype.max, f"{op}: weight zero point {wzp} is outside {w.dtype}")
         super().check(io)
-        get("RESCALE").check(self.rescale_io(io))
+        if not self.wide(io):
+            get("RESCALE").check(self.rescale_io(io))
 
     def _terms(self, io: StepIO, w: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(w - weight_zp) [O, T, C] and the ratio of each weight's block, [O, 1, C] (int64)."""
@@ -99,12 +110,15 @@ class BlockConv2D(Primitive):
         return np.einsum("nhwbo,bo->nhwo", acc, np.asarray(r, np.int64))
 
     def reference(self, io: StepIO, args: list[np.ndarray]) -> list[np.ndarray]:
+        if self.wide(io):
+            return [self.totals(io, *args)]
         return get("RESCALE").reference(self.rescale_io(io), [self.totals(io, *args)])
 
     def value_ranges(self, io: StepIO, in_ranges: list[tuple[int, int]]) -> Ranges:
         """Every block sum and every prefix of `total` (acc * ratio included) is a sum of a subset of the terms
         (x - input_zp) * (w - weight_zp) * ratio, resp. of the terms without the ratio: accumulator_bounds over the
-        whole window bounds them all (sum of the largest |term|s) and raises PlanError beyond int32."""
+        whole window bounds them all (sum of the largest |term|s) and raises PlanError beyond int32 (the block sums) and
+        beyond int32, or 48 bits in the wide form (the ratio-weighted sum)."""
         izp, wzp = self.zero_points(io)
         lo, hi = in_ranges[0]
         if self.window(io).reads_padding:
@@ -119,7 +133,10 @@ class BlockConv2D(Primitive):
         accumulator_bounds(where + " block sum", (d_lo.reshape(o, -1), d_hi.reshape(o, -1)), x, zero, 32)
         corners = np.stack([d_lo * ra_lo, d_lo * ra_hi, d_hi * ra_lo, d_hi * ra_hi])
         scaled = (corners.min(axis=0).reshape(o, -1), corners.max(axis=0).reshape(o, -1))
-        total = accumulator_bounds(where + " ratio-weighted sum", scaled, x, zero, 32)
+        wide = self.wide(io)
+        total = accumulator_bounds(where + " ratio-weighted sum", scaled, x, zero, 48 if wide else 32)
+        if wide:
+            return Ranges([total], acc=total)
         try:
             out = get("RESCALE").value_ranges(self.rescale_io(io), [total]).outputs
         except PlanError as exc:
@@ -132,7 +149,7 @@ class BlockConv2D(Primitive):
         return int(np.prod(io.outs[0].shape, dtype=np.int64)) * per_out
 
     def constants(self, io: StepIO) -> dict[str, np.ndarray]:
-        return get("RESCALE").constants(self.rescale_io(io))
+        return {} if self.wide(io) else get("RESCALE").constants(self.rescale_io(io))
 
     def template_context(self, io: StepIO) -> dict[str, Any]:
         win = self.window(io)
@@ -140,4 +157,4 @@ class BlockConv2D(Primitive):
         izp, wzp = self.zero_points(io)
         return dict(win=win.loops(), oc=io.ins[1].shape[0], k=win.taps * c, taps=win.taps, blocks=blocks,
                     bs=c // blocks, patch_limit=PATCH_LIMIT, izp=izp, wzp=wzp,
-                    rq=requantization(self.rescale_io(io)))
+                    rq=None if self.wide(io) else requantization(self.rescale_io(io)))

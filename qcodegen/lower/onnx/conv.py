@@ -328,9 +328,10 @@ def lower_matmul(lw: Lowerer, op: Op) -> None:
 
 def _blockwise_matmul(lw: Lowerer, a: Tensor, b: Tensor, y: Tensor, trans_b: bool = False) -> None:
     """Constant 2-D B [K, N] (or [N, K] with trans_b) with blockwise scales (opset 21 block_size along K): the
-    project's sub-channel scheme, one BLOCK_CONV2D over A viewed as [rows, 1, 1, K] (per-block int32 sums weighted
-    by integer ratios, one RESCALE). It approximates the real-number product within the ratio rounding (schedule
-    note ratio_error_lsb); onnxruntime runs the product in float (docs/onnx.md)."""
+    project's sub-channel scheme in its wide form, one BLOCK_CONV2D over A viewed as [rows, 1, 1, K] (per-block
+    int32 sums weighted by 24-bit integer ratios into int64) and one RESCALE_F32. It equals the real-number product
+    rounded once up to the schedule notes' ratio_error_lsb + f32_error_lsb (far below an LSB); onnxruntime runs
+    the product in float (docs/onnx.md)."""
     k_axis = 1 if trans_b else 0
     if not b.is_const or len(b.shape) != 2 or b.quant.block_sizes[1 - k_axis] != 1:
         raise UnsupportedError(f"{lw.label}: blockwise B must be a constant 2-D matrix blocked along K (axis "
@@ -343,7 +344,7 @@ def _blockwise_matmul(lw: Lowerer, a: Tensor, b: Tensor, y: Tensor, trans_b: boo
     w = lw.const(f"{b.name}_o11k", b_nk.reshape(n, 1, 1, k), b.dtype)
     scales = (scales_nk if trans_b else scales_nk.T).reshape(n, 1, 1, k)
     out = block_conv(lw, x4, w, scales, window((1, 1), (1, 1)), a.quant, b.quant, weight_zero_point(lw, b.quant), y,
-                     y.name)
+                     y.name, wide=True)
     lw.emit("RESHAPE", [out], [y.name], shape=list(y.shape))
 
 

@@ -14,7 +14,16 @@ prefixes stay within int32 (the primitive's value_ranges re-derives this from th
 PlanError otherwise). Precision: the ratio rounding moves the sum by at most sum_b B[b, o] * |R u / top - r| units of
 c[o] (<= 0.5 c[o] sum_b B[b, o]); R[o] is the candidate with the smallest such bound (relative to top[o]) among
 the 256 largest allowed values and the largest allowed power of two (exact for power-of-two scale ratios). The worst
-bound over the channels, in output LSBs, is recorded in the schedule notes (`ratio_error_lsb`)."""
+bound over the channels, in output LSBs, is recorded in the schedule notes (`ratio_error_lsb`).
+
+Wide form (`wide=True`, the ONNX lowering's: onnxruntime requantizes in float32, StableHLO's RESCALE semantics stay
+as above): int32 ratios of up to 24 bits and an int64 ratio-weighted sum (BLOCK_CONV2D's i48 output), requantized by
+RESCALE_F32, round_half_even(f32(f32(total) * S[o])), with a float32 S[o] chosen first: S[o] = f32(top[o] /
+(R[o] * y_s[o])), R[o] = min(2^24 - 1, (2^47 - 1) // sum_b B[b, o]) - 1, then r[b, o] = round(u[b, o] / (y_s[o] *
+S[o])) <= R[o] + 1 (so every prefix of the sum stays below 2^47, re-derived by value_ranges). The ratio rounding
+moves the result by at most S[o] * sum_b B[b, o] * |u / (y_s S) - r| output LSBs (`ratio_error_lsb`), the two
+binary32 roundings by at most (2^-23 + 2^-48) |total * S[o]|, which matters only for results inside the output
+range, |total * S| <= Y = max(|out_min - y_zp|, |out_max - y_zp|) + 1 (`f32_error_lsb`)."""
 
 from __future__ import annotations
 
@@ -34,6 +43,8 @@ _RATIO_MAX = (1 << 15) - 1  # int16 ratios
 _SUM_MAX = (1 << 31) - 1  # int32 ratio-weighted sums
 _CANDIDATES = 256  # values of R[o] tried below the largest allowed one
 _CHUNK = 64  # output channels per step of the search
+_WIDE_RATIO_MAX = (1 << 24) - 1  # float32-mantissa (24-bit) ratios
+_WIDE_SUM_MAX = (1 << 47) - 1  # i48 ratio-weighted sums
 
 
 def segments(lw: Lowerer, scales: np.ndarray) -> list[tuple[int, int]]:
@@ -97,6 +108,22 @@ def ratios(units: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return r, top / cap, err
 
 
+def wide_ratios(units: np.ndarray, bounds: np.ndarray, y_scales: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                                                      np.ndarray]:
+    """Units [B, O], block bounds [B, O] and the result's scales [O] -> (ratios [B, O] int64, the float32
+    requantization scales S [O], the ratio rounding's error bound [O] in output LSBs), the wide form above."""
+    cap = np.minimum(_WIDE_RATIO_MAX, _WIDE_SUM_MAX // np.maximum(bounds.sum(axis=0), 1)) - 1
+    if np.any(cap < 1):
+        raise UnsupportedError(f"blockwise partial sums up to {int(bounds.sum(axis=0).max())} exceed 48 bits")
+    scale = (units.max(axis=0) / (cap * y_scales)).astype(np.float32)
+    if not np.all(np.isfinite(scale) & (scale >= np.finfo(np.float32).tiny)):
+        raise UnsupportedError(f"blockwise requantization scales {scale.tolist()} are outside float32's normal range")
+    s64 = scale.astype(np.float64)
+    exact = units / (y_scales * s64)
+    r = np.floor(exact + 0.5)
+    return r.astype(np.int64), scale, s64 * (bounds * np.abs(exact - r)).sum(axis=0)
+
+
 def _result_type(lw: Lowerer, y: Tensor, channels: int) -> tuple[np.ndarray, int]:
     """Per-channel scales of the result and its (single) zero point; the result types one RESCALE produces."""
     qy = y.quant
@@ -109,9 +136,10 @@ def _result_type(lw: Lowerer, y: Tensor, channels: int) -> tuple[np.ndarray, int
 
 
 def block_conv(lw: Lowerer, x: str, w: str, w_scales: np.ndarray, win: SourceWindow, ql: QuantType, q_w: QuantType,
-               wzp: int, y: Tensor, base: str) -> str:
+               wzp: int, y: Tensor, base: str, wide: bool = False) -> str:
     """One BLOCK_CONV2D of x [N, H, W, I] (TOSA window `win`) with constant weights w [O, KH, KW, I] of
-    per-element scales `w_scales`, requantized to y's type. Returns the [N, OH, OW, O] result buffer."""
+    per-element scales `w_scales`, requantized to y's type (by the step's RESCALE, or in the wide form by a
+    RESCALE_F32 of its int64 sums). Returns the [N, OH, OW, O] result buffer."""
     if not is_const(lw, w):
         raise UnsupportedError(f"{lw.label}: sub-channel weights must be constants")
     weights = lw.schedule.buffers[w].data
@@ -120,18 +148,29 @@ def block_conv(lw: Lowerer, x: str, w: str, w_scales: np.ndarray, win: SourceWin
     units = float(np.float32(ql.scale)) * w_scales.reshape(o, -1, i)[:, 0, ::size].T.astype(np.float32).astype(
         np.float64)  # [B, O], float32 scales as the interpreter's
     bounds = block_bounds(weights, wzp, ql, i // size)
-    try:
-        r, common, err = ratios(units, bounds)
-    except UnsupportedError as exc:
-        raise UnsupportedError(f"{lw.label}: {exc}") from None
     y_scales, y_zp = _result_type(lw, y, o)
-    lw.schedule.notes.append(f"{base}: blockwise ratio rounding <= {float((err * common / y_scales).max()):.3g} "
-                             "output LSB (ratio_error_lsb)")
-    pairs = [scale_to_multiplier_shift(float(c / s)) for c, s in zip(common, y_scales, strict=True)]
     n = lw.schedule.buffers[x].shape[0]
     out = lw.temp(f"{base}_q", (n, *win.out, o), y.dtype)
-    lw.emit("BLOCK_CONV2D", [x, narrowed(lw, w, q_w), lw.const(f"{base}_ratio", r, "i16")], [out],
-            pad=list(win.pad), stride=list(win.stride), dilation=list(win.dilation), input_zp=ql.zero_point,
-            weight_zp=wzp, multiplier=[m for m, _ in pairs], shift=[s for _, s in pairs], output_zp=y_zp,
-            rounding=Rounding.HALF_EVEN.value, out_min=int(y.quant.storage_min), out_max=int(y.quant.storage_max))
+    geometry = dict(pad=list(win.pad), stride=list(win.stride), dilation=list(win.dilation), input_zp=ql.zero_point,
+                    weight_zp=wzp)
+    clamp = dict(output_zp=y_zp, out_min=int(y.quant.storage_min), out_max=int(y.quant.storage_max))
+    try:
+        r, scale_or_common, err = wide_ratios(units, bounds, y_scales) if wide else ratios(units, bounds)
+    except UnsupportedError as exc:
+        raise UnsupportedError(f"{lw.label}: {exc}") from None
+    if wide:
+        span = max(abs(clamp["out_min"] - y_zp), abs(clamp["out_max"] - y_zp)) + 1
+        lw.schedule.notes.append(f"{base}: blockwise ratio rounding <= {float(err.max()):.3g} output LSB "
+                                 f"(ratio_error_lsb), float32 requantization <= {span * (2.0**-23 + 2.0**-48):.3g}"
+                                 " (f32_error_lsb)")
+        total = lw.temp(f"{base}_total", (n, *win.out, o), "i48")
+        lw.emit("BLOCK_CONV2D", [x, narrowed(lw, w, q_w), lw.const(f"{base}_ratio", r, "i32")], [total], **geometry)
+        lw.emit("RESCALE_F32", [total], [out], scale=[float(v) for v in scale_or_common], axis=3, **clamp)
+        return out
+    lw.schedule.notes.append(f"{base}: blockwise ratio rounding <= "
+                             f"{float((err * scale_or_common / y_scales).max()):.3g} output LSB (ratio_error_lsb)")
+    pairs = [scale_to_multiplier_shift(float(c / s)) for c, s in zip(scale_or_common, y_scales, strict=True)]
+    lw.emit("BLOCK_CONV2D", [x, narrowed(lw, w, q_w), lw.const(f"{base}_ratio", r, "i16")], [out], **geometry,
+            multiplier=[m for m, _ in pairs], shift=[s for _, s in pairs], rounding=Rounding.HALF_EVEN.value,
+            **clamp)
     return out
