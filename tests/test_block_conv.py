@@ -1,6 +1,7 @@
 """BLOCK_CONV2D (qcodegen/primitives/block_conv2d.py): blockwise int32 partial sums weighted by integer ratios, one
 output requantization. Hand-computed reference values, range analysis (overflow refused), and generated C == numpy
-reference on random shapes, block counts, i4 / i8 weights, zero points, padding, stride and dilation."""
+reference on random shapes, block counts, i4 / i8 weights, zero points, padding, stride and dilation; the wide form
+(i32 ratios, int64 sums output as i48) at its 48-bit bound and on generic, x86-avx2 and cortex-m4."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from qcodegen.codegen import load_target
 from qcodegen.errors import GraphError, PlanError, UnsupportedError
 from qcodegen.fixedpoint import scale_to_multiplier_shift
 from qcodegen.ir.schedule import Schedule
-from qcodegen.lower.stablehlo.blockwise import ratios
+from qcodegen.lower.stablehlo.blockwise import ratios, wide_ratios
 from qcodegen.reference import run_reference
 from qcodegen.testing import Const, Var, assert_bit_exact, prepare, step_schedule
+from qcodegen.verify.runners import unavailable
 
 
 def _schedule(x_shape: tuple[int, ...], w: np.ndarray, ratio: np.ndarray, scales: list[float], out: str = "i8",
@@ -31,6 +34,16 @@ def _schedule(x_shape: tuple[int, ...], w: np.ndarray, ratio: np.ndarray, scales
                          [((n, oh, ow, o), out)], pad=list(pad), stride=list(stride), dilation=list(dilation),
                          input_zp=izp, weight_zp=wzp, multiplier=[m for m, _ in pairs], shift=[s for _, s in pairs],
                          output_zp=ozp, rounding=rounding)
+
+
+def _wide_schedule(x_shape: tuple[int, ...], w: np.ndarray, ratio: np.ndarray, w_type: str = "i8",
+                   pad: tuple[int, ...] = (0, 0, 0, 0), izp: int = 0, wzp: int = 0) -> Schedule:
+    """The wide form: i32 ratios, the int64 ratio-weighted sums as the i48 output (1x1 stride and dilation)."""
+    n, ih, iw, _ = x_shape
+    o, kh, kw, _ = w.shape
+    out = (n, ih + pad[0] + pad[1] - kh + 1, iw + pad[2] + pad[3] - kw + 1, o)
+    return step_schedule("BLOCK_CONV2D", [Var(x_shape, "i8"), Const(w, w_type), Const(ratio, "i32")],
+                         [(out, "i48")], pad=list(pad), stride=[1, 1], dilation=[1, 1], input_zp=izp, weight_zp=wzp)
 
 
 def test_hand_computed_dense() -> None:
@@ -77,6 +90,55 @@ def test_overflow_refused() -> None:
     ok = _schedule((1, 1, 1, 64), w, np.full((1, 1), 32767), [2.0 ** -20], w_type="i4", wzp=-8, izp=127,
                    x_range=(120, 127))  # a narrower input range fits: 7 * 15 * 64 * 32767 < 2^31
     prepare(ok)
+
+
+def test_wide_form_at_its_48_bit_bound() -> None:
+    """i32 ratios: the sum is int64, output as it is. |x - 127| = 255 and |w - 127| = 255 over 128 channels, ratio
+    2^24 - 1: 255 * 255 * 128 * 16,777,215 = 139,640,115,888,000 < 2^47 (an int32 sum would wrap; 130 channels are
+    refused). The ratio truncated to 16 or 32 bits would change the result."""
+    ratio = np.array([[(1 << 24) - 1]])
+    sched = _wide_schedule((1, 1, 2, 128), np.full((1, 1, 1, 128), -128), ratio, izp=127, wzp=127)
+    prepare(sched)
+    assert sched.steps[0].acc_bound == (0, 139640115888000)
+    x = np.array([[-128] * 128, [127] * 128], np.int8).reshape(1, 1, 2, 128)
+    assert run_reference(sched, [x])["out0"].reshape(-1).tolist() == [139640115888000, 0]
+    assert_bit_exact(sched, inputs=[[x]])
+    with pytest.raises(PlanError, match="ratio-weighted sum: the i48 accumulator could overflow"):
+        prepare(_wide_schedule((1, 1, 1, 130), np.full((1, 1, 1, 130), -128), ratio, izp=127, wzp=127))
+    with pytest.raises(GraphError, match="with i32 ratios the output must be i48"):
+        prepare(step_schedule("BLOCK_CONV2D", [Var((1, 1, 1, 4), "i8"), Const(np.ones((1, 1, 1, 4)), "i8"),
+                                               Const(np.ones((1, 1)), "i32")], [((1, 1, 1, 1), "i32")],
+                              pad=[0] * 4, stride=[1, 1], dilation=[1, 1]))
+
+
+@pytest.mark.parametrize("target", ["generic", "x86-avx2", "cortex-m4"])
+def test_wide_form_bit_exact(target: str) -> None:
+    """24-bit ratios, i4 weights in 3 blocks, padding, zero points: C == reference on each target (one build)."""
+    if unavailable(load_target(target)):
+        pytest.skip(f"{target}: {unavailable(load_target(target))}")
+    rng = np.random.default_rng(7)
+    w = rng.integers(-8, 8, (5, 3, 3, 12))
+    ratio = rng.integers(1 << 23, 1 << 24, (3, 5))
+    assert_bit_exact(_wide_schedule((2, 4, 5, 12), w, ratio, "i4", pad=(1, 1, 0, 2), izp=-3, wzp=2), samples=2,
+                     target=target)
+
+
+def test_wide_ratios_hand_computed() -> None:
+    """wide_ratios: units 0.2 / 0.1 / 0.05 (exact in binary only up to float64's rounding), bounds 100 each, result
+    scale 1: R = 2^24 - 2, S = f32(0.2 / R); the ratios are the units over S rounded, the largest within 1 of R, and
+    the bound is S * sum of bounds * |exact - r|, far below an LSB."""
+    units = np.array([[0.2], [0.1], [0.05]])
+    bounds = np.full((3, 1), 100)
+    r, scale, err = wide_ratios(units, bounds, np.ones(1))
+    cap = (1 << 24) - 2
+    assert scale.dtype == np.float32 and scale[0] == np.float32(0.2 / cap)
+    exact = units[:, 0] / np.float64(scale[0])
+    assert r[:, 0].tolist() == np.floor(exact + 0.5).astype(np.int64).tolist()
+    assert abs(int(r[0, 0]) - cap) <= 1 and r[0, 0] > 1 << 23
+    assert err[0] == pytest.approx(float(scale[0]) * 100 * np.abs(exact - r[:, 0]).sum(), rel=1e-12)
+    assert err[0] < 1e-5
+    with pytest.raises(UnsupportedError, match="exceed 48 bits"):
+        wide_ratios(units, np.full((3, 1), 1 << 46), np.ones(1))
 
 
 def test_check_errors() -> None:
