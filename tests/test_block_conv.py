@@ -124,17 +124,19 @@ def test_wide_form_bit_exact(target: str) -> None:
 
 
 def test_wide_ratios_hand_computed() -> None:
-    """wide_ratios: units 0.2 / 0.1 / 0.05 (exact in binary only up to float64's rounding), bounds 100 each, result
-    scale 1: R = 2^24 - 2, S = f32(0.2 / R); the ratios are the units over S rounded, the largest within 1 of R, and
-    the bound is S * sum of bounds * |exact - r|, far below an LSB."""
+    """wide_ratios: units 0.2 / 0.1 / 0.05, bounds 100 each, result scale 1: R = 2^31 - 2 (the sum bound 300 R is far
+    below 2^47), S the float32 just above 0.2 / R (31-bit ratios: S's rounding moves them by up to 2^7, so it is
+    rounded up to keep r <= R); the ratios are the units over S rounded, and the bound is S * sum of bounds *
+    |exact - r|, far below an LSB."""
     units = np.array([[0.2], [0.1], [0.05]])
     bounds = np.full((3, 1), 100)
     r, scale, err = wide_ratios(units, bounds, np.ones(1))
-    cap = (1 << 24) - 2
-    assert scale.dtype == np.float32 and scale[0] == np.float32(0.2 / cap)
+    cap = (1 << 31) - 2
+    assert scale.dtype == np.float32 and np.float64(scale[0]) >= 0.2 / cap
+    assert np.nextafter(scale[0], np.float32(0)) < 0.2 / cap
     exact = units[:, 0] / np.float64(scale[0])
     assert r[:, 0].tolist() == np.floor(exact + 0.5).astype(np.int64).tolist()
-    assert abs(int(r[0, 0]) - cap) <= 1 and r[0, 0] > 1 << 23
+    assert cap - 2**8 < r[0, 0] <= cap
     assert err[0] == pytest.approx(float(scale[0]) * 100 * np.abs(exact - r[:, 0]).sum(), rel=1e-12)
     assert err[0] < 1e-5
     with pytest.raises(UnsupportedError, match="exceed 48 bits"):

@@ -6,7 +6,7 @@ window geometry, Window), input_zp, weight_zp. Padding taps read input_zp (they 
 The ratio's type selects the width of the ratio-weighted sum `total`:
 - i16 ratios: `total` is int32 and the step requantizes it, a RESCALE of the i32 sum per output channel (attrs
   multiplier [O], shift [O] (32-bit), output_zp, rounding (as RESCALE), out_min / out_max). Output i8, i16 or i32.
-- i32 ratios (the wide form, up to 24-bit ratios): `total` is int64 and is the output, i48; a following step
+- i32 ratios (the wide form): `total` is int64 and is the output, i48; a following step
   requantizes it (e.g. RESCALE_F32 of an i48 input).
 
 Per output pixel p and channel oc, in this order (value_ranges proves that no value overflows its type):

@@ -329,7 +329,7 @@ def lower_matmul(lw: Lowerer, op: Op) -> None:
 def _blockwise_matmul(lw: Lowerer, a: Tensor, b: Tensor, y: Tensor, trans_b: bool = False) -> None:
     """Constant 2-D B [K, N] (or [N, K] with trans_b) with blockwise scales (opset 21 block_size along K): the
     project's sub-channel scheme in its wide form, one BLOCK_CONV2D over A viewed as [rows, 1, 1, K] (per-block
-    int32 sums weighted by 24-bit integer ratios into int64) and one RESCALE_F32. It equals the real-number product
+    int32 sums weighted by int32 ratios into int64) and one RESCALE_F32. It equals the real-number product
     rounded once up to the schedule notes' ratio_error_lsb + f32_error_lsb (far below an LSB); onnxruntime runs
     the product in float (docs/onnx.md)."""
     k_axis = 1 if trans_b else 0

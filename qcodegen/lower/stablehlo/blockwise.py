@@ -17,10 +17,11 @@ the 256 largest allowed values and the largest allowed power of two (exact for p
 bound over the channels, in output LSBs, is recorded in the schedule notes (`ratio_error_lsb`).
 
 Wide form (`wide=True`, the ONNX lowering's: onnxruntime requantizes in float32, StableHLO's RESCALE semantics stay
-as above): int32 ratios of up to 24 bits and an int64 ratio-weighted sum (BLOCK_CONV2D's i48 output), requantized by
-RESCALE_F32, round_half_even(f32(f32(total) * S[o])), with a float32 S[o] chosen first: S[o] = f32(top[o] /
-(R[o] * y_s[o])), R[o] = min(2^24 - 1, (2^47 - 1) // sum_b B[b, o]) - 1, then r[b, o] = round(u[b, o] / (y_s[o] *
-S[o])) <= R[o] + 1 (so every prefix of the sum stays below 2^47, re-derived by value_ranges). The ratio rounding
+as above): int32 ratios (up to 31 bits) and an int64 ratio-weighted sum (BLOCK_CONV2D's i48 output), requantized by
+RESCALE_F32, round_half_even(f32(f32(total) * S[o])), with a float32 S[o] chosen first: the smallest float32
+S[o] >= top[o] / (R[o] * y_s[o]), R[o] = min(2^31 - 1, (2^47 - 1) // sum_b B[b, o]) - 1, then r[b, o] =
+round(u[b, o] / (y_s[o] * S[o])) <= R[o] (so every prefix of the sum stays below 2^47, re-derived by
+value_ranges). The ratio rounding
 moves the result by at most S[o] * sum_b B[b, o] * |u / (y_s S) - r| output LSBs (`ratio_error_lsb`), the two
 binary32 roundings by at most (2^-23 + 2^-48) |total * S[o]|, which matters only for results inside the output
 range, |total * S| <= Y = max(|out_min - y_zp|, |out_max - y_zp|) + 1 (`f32_error_lsb`)."""
@@ -43,7 +44,7 @@ _RATIO_MAX = (1 << 15) - 1  # int16 ratios
 _SUM_MAX = (1 << 31) - 1  # int32 ratio-weighted sums
 _CANDIDATES = 256  # values of R[o] tried below the largest allowed one
 _CHUNK = 64  # output channels per step of the search
-_WIDE_RATIO_MAX = (1 << 24) - 1  # float32-mantissa (24-bit) ratios
+_WIDE_RATIO_MAX = (1 << 31) - 1  # int32 ratios
 _WIDE_SUM_MAX = (1 << 47) - 1  # i48 ratio-weighted sums
 
 
@@ -115,7 +116,9 @@ def wide_ratios(units: np.ndarray, bounds: np.ndarray, y_scales: np.ndarray) -> 
     cap = np.minimum(_WIDE_RATIO_MAX, _WIDE_SUM_MAX // np.maximum(bounds.sum(axis=0), 1)) - 1
     if np.any(cap < 1):
         raise UnsupportedError(f"blockwise partial sums up to {int(bounds.sum(axis=0).max())} exceed 48 bits")
-    scale = (units.max(axis=0) / (cap * y_scales)).astype(np.float32)
+    wanted = units.max(axis=0) / (cap * y_scales)
+    scale = wanted.astype(np.float32)
+    scale = np.where(scale < wanted, np.nextafter(scale, np.float32(np.inf)), scale)  # rounded up: r <= cap
     if not np.all(np.isfinite(scale) & (scale >= np.finfo(np.float32).tiny)):
         raise UnsupportedError(f"blockwise requantization scales {scale.tolist()} are outside float32's normal range")
     s64 = scale.astype(np.float64)
