@@ -82,3 +82,17 @@ def test_generic_c_equals_onnxruntime(model, config):
 ])
 def test_targets_equal_onnxruntime(target, model, config):
     _check(model, config, target, samples=2)
+
+
+def test_dense_layers_requantize_in_their_convolutions():
+    """The autoencoder's dense layers (1x1 CONV2D, RESHAPE, RESCALE_F32 from the MatMul lowering), per channel: every
+    RESCALE_F32 is moved before its RESHAPE (qcodegen/plan/rewrite.py) and becomes a single-rounding RESCALE on the
+    convolution's channel axis, some with exceptions, each fused into its convolution."""
+    schedule = plan(import_onnx_bytes(_quantized("autoencoder", "per_channel_int8"), "autoencoder", "autoencoder"))
+    convs = [k for k, s in enumerate(schedule.steps) if s.op == "CONV2D"]
+    rescales = [s for s in schedule.steps if s.op.startswith("RESCALE")]
+    assert len(convs) == len(rescales) == 6
+    assert all(s.op == "RESCALE" and s.attrs["axis"] == 3 and s.attrs["per_channel"] for s in rescales)
+    assert sum(len(s.attrs.get("exceptions", [])) for s in rescales) > 0
+    assert sorted(schedule.fused) == [k + 1 for k in convs]
+    assert all(f.op == "FUSED_CONV" for f in schedule.fused.values())

@@ -65,7 +65,7 @@ def _case(op: str, per_channel: bool) -> tuple:
 def _rescale_without_exceptions_differs(sched, acc: np.ndarray) -> int:
     """How many outputs the exceptions change in the reference."""
     _, rescale = part_ios(sched.io(next(iter(sched.fused.values()))))
-    acc = acc.reshape(rescale.ins[0].shape)
+    acc = acc.reshape(-1, *rescale.ins[0].shape[1:])  # a batch of the step's inputs
     plain = dict(rescale.step.attrs)
     plain.pop("exceptions")
     with_exc = primitives.get("RESCALE").reference(rescale, [acc])[0]
@@ -100,6 +100,29 @@ def test_fused_store_takes_the_exceptions(op, target):
 @pytest.mark.parametrize("op", ["CONV2D", "DEPTHWISE_CONV2D"])
 def test_per_tensor_exceptions(op, target):
     _check(op, target, False, ("qc_dsp_conv_3px_s8x2_single_exc_g2", "qc_dsp_dw_s8_single_exc_c4"))
+
+
+@pytest.mark.parametrize("target", ["generic", "cortex-m4", "x86-avx2"])
+def test_dense_layer_takes_the_exceptions(target):
+    """One output pixel (an ONNX MatMul / Gemm as qcodegen/plan/rewrite.py leaves it: the RESCALE fused into the
+    1x1 CONV2D; Cortex-M4: the one-pixel dot kernels with the template's store), 6 inputs whose accumulators
+    include every exception."""
+    t = load_target(target)
+    reason = unavailable(t)
+    if reason:
+        pytest.skip(f"{target}: {reason}")
+    rng = np.random.default_rng(23)
+    c, k = len(MULTS), 24
+    xs = rng.integers(-128, 128, (6, k))
+    w, bias = rng.integers(-8, 9, (c, 1, 1, k)), rng.integers(-500, 500, c)
+    acc = conv_accumulators(xs, w.reshape(c, k), bias, 0)
+    sched = conv_schedule("CONV2D", x_shape=(1, 1, 1, k), y_shape=(1, 1, 1, c), w=w, bias=bias, izp=0, mults=MULTS,
+                          shifts=SHIFTS, rounding="single_round", exceptions=_exceptions(acc, rng, True))
+    assert _rescale_without_exceptions_differs(sched, acc) >= 12
+    if target == "cortex-m4":
+        assert "dot_4rows" in next(s.choice.kernel for s in plan_kernels(sched, t, "t").steps)
+    result = verify_planned(sched, target=target, inputs=[[x.reshape(1, 1, 1, k).astype(np.int8)] for x in xs])
+    assert result.bit_exact, f"{result.mismatches} mismatches; first: {result.first_mismatch}"
 
 
 def test_unfused_rescale_takes_the_exceptions():
