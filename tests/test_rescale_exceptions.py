@@ -85,6 +85,8 @@ def _check(op: str, target: str, per_channel: bool, cortex_m_kernels: tuple[str,
     kernel = next(s.choice.kernel for s in plan_kernels(sched, t, "t").steps)
     if target == "cortex-m4":  # requantized in the kernels (mode 4)
         assert kernel in cortex_m_kernels, kernel
+    if target.startswith("x86"):  # requantized in vectors (qc_x86_rq8_store), then the exceptions
+        assert kernel in ("qc_x86_madd_blocks", "qc_x86_dpbusd_blocks", "qc_x86_dw8"), kernel
     result = verify_planned(sched, target=target, inputs=[[x]])
     assert result.bit_exact, f"{result.mismatches} mismatches; first: {result.first_mismatch}"
 
@@ -96,7 +98,7 @@ def test_fused_store_takes_the_exceptions(op, target):
     _check(op, target, True, ("qc_dsp_conv_3px_s8x2_single_pc_exc_g2", "qc_dsp_dw_s8_single_pc_exc"))
 
 
-@pytest.mark.parametrize("target", ["generic", "cortex-m4"])
+@pytest.mark.parametrize("target", ["generic", "cortex-m4", "x86-avx2"])
 @pytest.mark.parametrize("op", ["CONV2D", "DEPTHWISE_CONV2D"])
 def test_per_tensor_exceptions(op, target):
     _check(op, target, False, ("qc_dsp_conv_3px_s8x2_single_exc_g2", "qc_dsp_dw_s8_single_exc_c4"))
@@ -119,8 +121,9 @@ def test_dense_layer_takes_the_exceptions(target):
     sched = conv_schedule("CONV2D", x_shape=(1, 1, 1, k), y_shape=(1, 1, 1, c), w=w, bias=bias, izp=0, mults=MULTS,
                           shifts=SHIFTS, rounding="single_round", exceptions=_exceptions(acc, rng, True))
     assert _rescale_without_exceptions_differs(sched, acc) >= 12
-    if target == "cortex-m4":
-        assert "dot_4rows" in next(s.choice.kernel for s in plan_kernels(sched, t, "t").steps)
+    kernel = next(s.choice.kernel for s in plan_kernels(sched, t, "t").steps)
+    assert "dot_4rows" in kernel if target == "cortex-m4" else kernel == "qc_x86_ubs_blocks" if target == "x86-avx2" \
+        else True
     result = verify_planned(sched, target=target, inputs=[[x.reshape(1, 1, 1, k).astype(np.int8)] for x in xs])
     assert result.bit_exact, f"{result.mismatches} mismatches; first: {result.first_mismatch}"
 

@@ -12,10 +12,20 @@ from .. import primitives
 from ..ir.schedule import CONST, Buffer, StepIO
 from ..primitives.fused import Requantization, part_ios, requantization
 from ..primitives.geometry import WindowLoops
+from ..primitives.rescale import exception_arrays
+from .names import ArrayNames
+from .record import ConstArray, step_array
 
 # The largest gathered window (elements) of templates/generic/conv2d.c.j2: a larger window is summed tap by tap,
 # without the `channels` hook (the renderer gives the template this value).
 PATCH_LIMIT = 4096
+
+
+def exception_const_arrays(rq: Requantization, names: ArrayNames) -> dict[str, ConstArray]:
+    """The exceptions to the single rounding as the kernels read them (exc_start, exc_acc, exc_value:
+    qcodegen/primitives/rescale.py exception_arrays); {} without exceptions."""
+    return {key: step_array(names, key, values)
+            for key, values in exception_arrays(rq.exceptions, len(rq.multipliers), rq.lo, rq.hi).items()}
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ir.schedule import StepIO
-from ...primitives.rescale import exception_arrays
-from ..conv import PATCH_LIMIT, ConvStep, Requantization
+from ..conv import PATCH_LIMIT, ConvStep, Requantization, exception_const_arrays
 from ..generic import conv_or_portable, portable
 from ..names import ArrayNames
 from ..record import ConstArray, KernelChoice, RequantStore, const_array, step_array
@@ -80,12 +79,6 @@ def _rq_pairs(rq: Requantization, mode: int) -> np.ndarray:
     """{multiplier, shift - 33 (mode 2: - 32)} per channel (one pair per tensor), as qc_dsp_rq8 reads them."""
     drop = 32 if mode == 2 else 33
     return np.array([[m, s - drop] for m, s in zip(rq.multipliers, rq.shifts, strict=True)], np.int32)
-
-
-def _exception_arrays(rq: Requantization, names: ArrayNames) -> dict[str, ConstArray]:
-    """The exceptions of mode 4 as the kernels read them (exc_start, exc_acc, exc_value; qc_cm_rq.h qc_dsp_except)."""
-    return {key: step_array(names, key, values)
-            for key, values in exception_arrays(rq.exceptions, len(rq.multipliers), rq.lo, rq.hi).items()}
 
 
 @dataclass(frozen=True)
@@ -216,7 +209,7 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
     groups = (c.k + 3) // 4
     fixed = f"_g{groups}" if groups <= FIXED_GROUPS else ""
     arrays = {"weights": _weights(c, names, f"dsp_{w}"),
-              "rq": step_array(names, f"rq{mode}", _rq_pairs(c.rq, mode)), **_exception_arrays(c.rq, names)}
+              "rq": step_array(names, f"rq{mode}", _rq_pairs(c.rq, mode)), **exception_const_arrays(c.rq, names)}
     unread = {1}
     if c.izp != 0 or not c.bias_per_channel:
         arrays["base"] = step_array(names, "base", layouts.row_starts(c.weight_rows(), c.bias_per_row(), c.izp))
@@ -286,7 +279,7 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
         assert c.rq is not None
         fn = f"qc_dsp_dw_s8_{_rq_name(c.rq, mode)}"
         arrays["rq"] = step_array(names, f"rq{mode}", _rq_pairs(c.rq, mode))
-        arrays.update(_exception_arrays(c.rq, names))
+        arrays.update(exception_const_arrays(c.rq, names))
         reason += ", int8 outputs of an exact 32-bit requantization (shifts >= 33)"
         if (g.kh, g.kw) == (3, 3) and g.sx == g.dx and c.rows % 4 == 0:
             pair = f"{fn}_pair"

@@ -31,7 +31,7 @@ from ... import primitives
 from ...ir.schedule import CONST, StepIO
 from ...primitives.fused import part_ios
 from ...primitives.geometry import WindowLoops
-from ..conv import PATCH_LIMIT, ConvStep, Requantization
+from ..conv import PATCH_LIMIT, ConvStep, Requantization, exception_const_arrays
 from ..generic import conv_or_portable, portable
 from ..names import ArrayNames
 from ..record import ConstArray, KernelChoice, const_array, step_array
@@ -209,12 +209,11 @@ def chooser(isa: Isa):
 
 def _vector_rq(c: ConvStep, acc32: bool) -> bool:
     """qc_x86_rq8_store computes the step's requantization: an int32 accumulator, a 32-bit scale, SINGLE_ROUND or
-    DOUBLE_ROUND with every shift > 31 (qc_scale32_double_gt31), int8 / int16 outputs, no exceptions to the single
-    rounding (those stores take the template's, which compares them). (The RESCALE of an i32 accumulator has input
-    zero point 0.)"""
+    DOUBLE_ROUND with every shift > 31 (qc_scale32_double_gt31), int8 / int16 outputs; exceptions to the single
+    rounding after the vector store (qc_x86_except8). (The RESCALE of an i32 accumulator has input zero point 0.)"""
     rq = c.rq
     return (acc32 and rq is not None and rq.scale32 and rq.fn in ("qc_scale32_single", "qc_scale32_double_gt31")
-            and c.y.dtype.name in ("i8", "i16") and not rq.exceptions)
+            and c.y.dtype.name in ("i8", "i16"))
 
 
 def _rq8(rq: Requantization, y_bits: int) -> Rq8:
@@ -224,9 +223,11 @@ def _rq8(rq: Requantization, y_bits: int) -> Rq8:
 
 
 def _rq_arrays(rq: Requantization, c: ConvStep, names: ArrayNames) -> dict[str, ConstArray]:
-    if not rq.per_channel:
-        return {}
-    return {"rq": step_array(names, "rq8", layouts.x86_rq8(rq.multipliers, rq.shifts))}
+    """The constants of qc_x86_rq: per channel the x86_rq8 array ("rq"), and the exceptions' arrays."""
+    arrays = exception_const_arrays(rq, names)
+    if rq.per_channel:
+        arrays["rq"] = step_array(names, "rq8", layouts.x86_rq8(rq.multipliers, rq.shifts))
+    return arrays
 
 
 def _acc32(io: StepIO) -> bool:
@@ -333,7 +334,7 @@ def _depthwise(isa: Isa, io: StepIO, c: ConvStep, names: ArrayNames) -> KernelCh
     g = c.window
     plan = _rows_plan(g, c.rows)
     if (vector and c.constant_weights and c.bias_abs_max is not None and c.rows % 8 == 0 and g.dx == 1
-            and g.dy == 1 and c.taps <= 9 and plan is not None):
+            and g.dy == 1 and c.taps <= 9 and plan is not None and not c.rq.exceptions):  # (no exceptions there)
         return _dw_rows(isa, c, names, plan)
     return _dw_blocks(c, names, vector)
 
