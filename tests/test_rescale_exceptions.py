@@ -1,9 +1,9 @@
 """Single rounding with exceptions (docs/semantics.md §14.5): a FUSED_CONV whose RESCALE lists accumulators with
-their own values. The generated code of every kernel family (portable C; the x86, MVE, RISC-V and HVX dot products
-with the template's store; AArch64's vector requantization then qc_neon_except; under QEMU the Cortex-M4 kernels'
-mode 4, depthwise pixels in pairs and alone) equals the reference on inputs chosen so that the exceptions are hit;
-the reference itself is checked to differ from the RESCALE without them there (so a store that ignores them
-fails)."""
+their own values. The generated code of every kernel family (portable C; the MVE, RISC-V and HVX dot products
+with the template's store; the x86 and AArch64 vector requantization then qc_x86_except8 / qc_neon_except; under
+QEMU the Cortex-M4 kernels' mode 4, depthwise pixels in pairs and alone) equals the reference on inputs chosen so
+that the exceptions are hit; the reference itself is checked to differ from the RESCALE without them there (so a
+store that ignores them fails)."""
 
 from __future__ import annotations
 

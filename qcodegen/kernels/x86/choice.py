@@ -5,18 +5,19 @@ AVX-VNNI or AVX-512 VNNI: the same choices, the instructions picked by the heade
 int8 x int8 convolutions with weight zero point 0 and rows of at most 65,535 elements:
 - CONV2D with constant weights and bias, rows of at most 2048 elements, at least 8 output channels, an int32
   accumulator requantized to int8 / int16 by qc_x86_rq8_store (a 32-bit scale, SINGLE_ROUND, or DOUBLE_ROUND with
-  every shift > 31): the blocked kernels (form "gemm": up to 4 pixels x 16 channels in int32 lanes; AVX2: windows
-  as int16 x - izp, madd_2x8 weights, VPMADDWD; one pixel on AVX2: VPMADDUBSW on the nibbles of x + 128 against
-  dpbusd_4x8 weights; VNNI: VPDPBUSD of x + 128 against dpbusd_4x8 weights), the rows after the last block of 8
-  one by one;
+  every shift > 31; the exceptions to the single rounding after it): the blocked kernels (form "gemm": up to 4
+  pixels x 16 channels in int32 lanes; AVX2: windows as int16 x - izp, madd_2x8 weights, VPMADDWD; one pixel on
+  AVX2: VPMADDUBSW on the nibbles of x + 128 against dpbusd_4x8 weights; VNNI: VPDPBUSD of x + 128 against
+  dpbusd_4x8 weights), the rows after the last block of 8 one by one;
 - other CONV2D (form "rows"): AVX2, with that requantization, blocks of 8 rows (VPMADDWD) requantized in vectors,
   else blocks of 4 rows; VNNI: blocks of 8 rows (several short rows per vector for rows of 4, 8 or 16 bytes), a
   block of 4, the rest one by one (VPDPBUSD); the input-zero-point terms made at generation time (weights that are
   not constant: at run time);
-- DEPTHWISE_CONV2D (multiplier 1): requantized as above, at most 9 taps without dilation, constant weights and
-  bias, channels a multiple of 8, a band of at least kh widened rows in 64 KiB: the kernel over rows of int16 tap
-  pairs (form "dw_rows"); else blocks of 8 channels in int32 lanes over the taps (form "dw_blocks", the vector/
-  skeleton: taps by pairs with VPMADDWD on madd_dw_pairs when there are at most 9 and the weights are constant).
+- DEPTHWISE_CONV2D (multiplier 1): requantized as above without exceptions, at most 9 taps without dilation,
+  constant weights and bias, channels a multiple of 8, a band of at least kh widened rows in 64 KiB: the kernel
+  over rows of int16 tap pairs (form "dw_rows"); else blocks of 8 channels in int32 lanes over the taps (form
+  "dw_blocks", the vector/ skeleton: taps by pairs with VPMADDWD on madd_dw_pairs when there are at most 9 and the
+  weights are constant).
 FUSED_ELEMENTWISE chains of per-tensor RESCALE (32-bit), CLAMP and int32 ADD / SUB over int8/16/32 values: 8
 elements at a time (form "elementwise"). Everything else: the portable loops (AVG_POOL2D with the channels
 innermost: templates/x86/_dot.c.j2 `pool_channels_inner`)."""
