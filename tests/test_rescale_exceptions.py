@@ -40,10 +40,10 @@ def _exceptions(acc: np.ndarray, rng: np.random.Generator, per_channel: bool) ->
     return listed
 
 
-def _case(op: str, per_channel: bool) -> tuple:
+def _case(op: str, per_channel: bool, channels: int | None = None) -> tuple:
     """(schedule, input, accumulators) of a FUSED_CONV with exceptions hit by the input."""
     rng = np.random.default_rng(17)
-    c = len(MULTS) if per_channel or op == "CONV2D" else 8  # depthwise per tensor: 8 channels (Cortex-M pairs)
+    c = channels or (len(MULTS) if per_channel or op == "CONV2D" else 8)  # depthwise per tensor: 8 (Cortex-M pairs)
     if op == "CONV2D":
         x = rng.integers(-128, 128, (1, 4, 5, 8))  # 20 pixels: 6 triples and a pair on Cortex-M
         w = rng.integers(-8, 9, (c, 1, 1, 8))
@@ -75,20 +75,23 @@ def _rescale_without_exceptions_differs(sched, acc: np.ndarray) -> int:
     return int(np.count_nonzero(with_exc != without))
 
 
-def _check(op: str, target: str, per_channel: bool, cortex_m_kernels: tuple[str, str]) -> None:
+def _check(op: str, target: str, per_channel: bool, cortex_m_kernels: tuple[str, ...],
+           channels: int | None = None) -> str:
+    """Checks the case on `target`; returns its kernel."""
     t = load_target(target)
     reason = unavailable(t)
     if reason:
         pytest.skip(f"{target}: {reason}")
-    sched, x, acc = _case(op, per_channel)
+    sched, x, acc = _case(op, per_channel, channels)
     assert _rescale_without_exceptions_differs(sched, acc) >= 5
     kernel = next(s.choice.kernel for s in plan_kernels(sched, t, "t").steps)
     if target == "cortex-m4":  # requantized in the kernels (mode 4)
         assert kernel in cortex_m_kernels, kernel
-    if target.startswith("x86"):  # requantized in vectors (qc_x86_rq8_store), then the exceptions
-        assert kernel in ("qc_x86_madd_blocks", "qc_x86_dpbusd_blocks", "qc_x86_dw8"), kernel
+    if target.startswith("x86"):  # requantized in vectors (qc_x86_rq8_store, qc_x86_dw_rows), then the exceptions
+        assert kernel in ("qc_x86_madd_blocks", "qc_x86_dpbusd_blocks", "qc_x86_dw8", "qc_x86_dw_rows"), kernel
     result = verify_planned(sched, target=target, inputs=[[x]])
     assert result.bit_exact, f"{result.mismatches} mismatches; first: {result.first_mismatch}"
+    return kernel
 
 
 @pytest.mark.parametrize("target", ["generic", "cortex-m4", "x86-avx2", "x86-avx512vnni", "aarch64-neon",
@@ -102,6 +105,12 @@ def test_fused_store_takes_the_exceptions(op, target):
 @pytest.mark.parametrize("op", ["CONV2D", "DEPTHWISE_CONV2D"])
 def test_per_tensor_exceptions(op, target):
     _check(op, target, False, ("qc_dsp_conv_3px_s8x2_single_exc_g2", "qc_dsp_dw_s8_single_exc_c4"))
+
+
+@pytest.mark.parametrize("target", ["x86-avx2", "x86-avx512vnni"])
+def test_x86_depthwise_rows_take_the_exceptions(target):
+    """Per channel, 8 channels: qc_x86_dw_rows (per tensor: test_per_tensor_exceptions)."""
+    assert _check("DEPTHWISE_CONV2D", target, True, (), channels=8) == "qc_x86_dw_rows"
 
 
 @pytest.mark.parametrize("target", ["generic", "cortex-m4", "x86-avx2"])

@@ -29,6 +29,7 @@ static qc_x86_rq t_rq(const int32_t *pc, const int32_t *v) {
   r.pc = pc;
   r.m = v[0], r.s = v[1], r.s33 = v[2], r.dbl = v[3], r.zp = v[4], r.lo = v[5], r.hi = v[6], r.sat = v[7];
   r.bits = v[8];
+  r.es = r.ea = r.ev = NULL, r.epc = 0;  /* no exceptions to the single rounding */
   return r;
 }
 

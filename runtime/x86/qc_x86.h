@@ -229,24 +229,25 @@ QC_X86_INLINE void qc_x86_store8x2_s8_sat(int8_t *y0, int8_t *y1, __m256i q0, __
      zp, lo, hi: output zero point and clamp; sat: int8 outputs over the whole int8 range (saturating packs, no
          clamp); bits: 8 or 16 (the outputs' type);
      es, ea, ev: the exceptions to the single rounding (docs/semantics.md §14.5), or NULL: es[c] .. es[c + 1] - 1
-         index the accumulators ea and values ev of channel c (per channel: pc not NULL; per tensor: c = 0). */
+         index the accumulators ea and values ev of channel c (epc: per channel; else per tensor, c = 0). */
 typedef struct {
   const int32_t *pc;
   int32_t m, s, s33, dbl, zp, lo, hi, sat, bits;
   const int32_t *es, *ea, *ev;
+  int32_t epc;
 } qc_x86_rq;
 
 /* The exceptions of R among the 8 accumulators acc of channels c0 .. c0 + 7, stored at element `at` of y: where a
    lane's accumulator is one of its channel's, its output (already stored) becomes the listed value; compares only,
    and none where these channels have no exception. */
 QC_X86_INLINE void qc_x86_except8(const qc_x86_rq *R, __m256i acc, int32_t c0, void *y, int32_t at) {
-  if (R->es[R->pc ? c0 : 0] == R->es[R->pc ? c0 + 8 : 1]) {
+  if (R->es[R->epc ? c0 : 0] == R->es[R->epc ? c0 + 8 : 1]) {
     return;
   }
   int32_t a[8];
   _mm256_storeu_si256((__m256i *)a, acc);
   for (int32_t i = 0; i < 8; ++i) {
-    const int32_t c = R->pc ? c0 + i : 0;
+    const int32_t c = R->epc ? c0 + i : 0;
     for (int32_t e = R->es[c]; e < R->es[c + 1]; ++e) {
       if (a[i] == R->ea[e]) {
         if (R->bits == 8) {

@@ -121,9 +121,10 @@ QC_X86_INLINE void qc_x86_dw_rows_pixels(const qc_x86_dw_rows_params *P, const i
 }
 
 /* Requantizes and stores the `count` accumulators a of the pixels ox, ox + 1 at yr + ox * c (int8 or int16 by
-   R->bits): qc_x86_scale32x8_s33r with the block's constants (R->s33), else qc_x86_scale32x8. */
+   R->bits; channels c0 .. c0 + 7): qc_x86_scale32x8_s33r with the block's constants (R->s33), else
+   qc_x86_scale32x8; then the exceptions to the single rounding (R->es). */
 QC_X86_INLINE void qc_x86_dw_rows_store(const qc_x86_dw_rows_params *P, const qc_x86_rq *R, const __m256i *rq,
-                                        const __m256i *a, int32_t count, void *yr, int32_t ox) {
+                                        const __m256i *a, int32_t count, void *yr, int32_t ox, int32_t c0) {
   __m256i q[2];
 #pragma GCC unroll 2
   for (int32_t k = 0; k < count; ++k) {
@@ -136,16 +137,22 @@ QC_X86_INLINE void qc_x86_dw_rows_store(const qc_x86_dw_rows_params *P, const qc
   const int32_t at = ox * P->c;
   if (R->bits == 8 && count == 2) {
     qc_x86_store8x2_s8_sat((int8_t *)yr + at, (int8_t *)yr + at + P->c, q[0], q[1], R->sat ? R->zp : 0);
-    return;
-  }
+  } else {
 #pragma GCC unroll 2
-  for (int32_t k = 0; k < count; ++k) {
-    if (R->sat) {
-      qc_x86_store8_s8_sat((int8_t *)yr + at + k * P->c, q[k], R->zp);
-    } else if (R->bits == 8) {
-      qc_x86_store8_s8((int8_t *)yr + at + k * P->c, q[k]);
-    } else {
-      qc_x86_store8_s16((int16_t *)yr + at + k * P->c, q[k]);
+    for (int32_t k = 0; k < count; ++k) {
+      if (R->sat) {
+        qc_x86_store8_s8_sat((int8_t *)yr + at + k * P->c, q[k], R->zp);
+      } else if (R->bits == 8) {
+        qc_x86_store8_s8((int8_t *)yr + at + k * P->c, q[k]);
+      } else {
+        qc_x86_store8_s16((int16_t *)yr + at + k * P->c, q[k]);
+      }
+    }
+  }
+  if (R->es) {
+#pragma GCC unroll 2
+    for (int32_t k = 0; k < count; ++k) {
+      qc_x86_except8(R, a[k], c0, yr, at + k * P->c);
     }
   }
 }
@@ -192,11 +199,11 @@ QC_X86_INLINE void qc_x86_dw_rows(const qc_x86_dw_rows_params *P, const qc_x86_r
           __m256i a[2];
           for (int32_t ox = 0; ox < P->ow / 2 * 2; ox += 2) {
             qc_x86_dw_rows_pixels(P, xr, rowlen, ox, 2, wv, st, a);
-            qc_x86_dw_rows_store(P, R, rq, a, 2, yr, ox);
+            qc_x86_dw_rows_store(P, R, rq, a, 2, yr, ox, c0);
           }
           if (P->ow % 2) {
             qc_x86_dw_rows_pixels(P, xr, rowlen, P->ow - 1, 1, wv, st, a);
-            qc_x86_dw_rows_store(P, R, rq, a, 1, yr, P->ow - 1);
+            qc_x86_dw_rows_store(P, R, rq, a, 1, yr, P->ow - 1, c0);
           }
         }
       }

@@ -13,11 +13,10 @@ int8 x int8 convolutions with weight zero point 0 and rows of at most 65,535 ele
   else blocks of 4 rows; VNNI: blocks of 8 rows (several short rows per vector for rows of 4, 8 or 16 bytes), a
   block of 4, the rest one by one (VPDPBUSD); the input-zero-point terms made at generation time (weights that are
   not constant: at run time);
-- DEPTHWISE_CONV2D (multiplier 1): requantized as above without exceptions, at most 9 taps without dilation,
-  constant weights and bias, channels a multiple of 8, a band of at least kh widened rows in 64 KiB: the kernel
-  over rows of int16 tap pairs (form "dw_rows"); else blocks of 8 channels in int32 lanes over the taps (form
-  "dw_blocks", the vector/ skeleton: taps by pairs with VPMADDWD on madd_dw_pairs when there are at most 9 and the
-  weights are constant).
+- DEPTHWISE_CONV2D (multiplier 1): requantized as above, at most 9 taps without dilation, constant weights and
+  bias, channels a multiple of 8, a band of at least kh widened rows in 64 KiB: the kernel over rows of int16 tap
+  pairs (form "dw_rows"); else blocks of 8 channels in int32 lanes over the taps (form "dw_blocks", the vector/
+  skeleton: taps by pairs with VPMADDWD on madd_dw_pairs when there are at most 9 and the weights are constant).
 FUSED_ELEMENTWISE chains of per-tensor RESCALE (32-bit), CLAMP and int32 ADD / SUB over int8/16/32 values: 8
 elements at a time (form "elementwise"). Everything else: the portable loops (AVG_POOL2D with the channels
 innermost: templates/x86/_dot.c.j2 `pool_channels_inner`)."""
@@ -65,7 +64,9 @@ VNNI = Isa("VNNI", True)
 class Rq8:
     """qc_x86_rq (qc_x86.h): the vector requantization of 8 channels. per_channel: the constants are the step's
     x86_rq8 array ("rq"), else multiplier m and shift s; s33: every shift >= 33; dbl: DOUBLE_ROUND; zp, lo, hi: the
-    output zero point and clamp; sat: int8 over the whole int8 range (saturating packs); bits: 8 or 16."""
+    output zero point and clamp; sat: int8 over the whole int8 range (saturating packs); bits: 8 or 16;
+    channel_exceptions: the exceptions to the single rounding (the choice's arrays "exc_start", "exc_acc",
+    "exc_value", if any) are per channel."""
 
     per_channel: bool
     m: int
@@ -77,6 +78,7 @@ class Rq8:
     hi: int
     sat: bool
     bits: int
+    channel_exceptions: bool
 
 
 @dataclass(frozen=True)
@@ -219,7 +221,7 @@ def _vector_rq(c: ConvStep, acc32: bool) -> bool:
 
 def _rq8(rq: Requantization, y_bits: int) -> Rq8:
     return Rq8(rq.per_channel, rq.multipliers[0], rq.shifts[0], rq.min_shift >= 33, rq.fn == "qc_scale32_double_gt31",
-               rq.output_zp, rq.lo, rq.hi, y_bits == 8 and rq.lo == -128 and rq.hi == 127, y_bits)
+               rq.output_zp, rq.lo, rq.hi, y_bits == 8 and rq.lo == -128 and rq.hi == 127, y_bits, rq.per_channel)
 
 
 
@@ -335,7 +337,7 @@ def _depthwise(isa: Isa, io: StepIO, c: ConvStep, names: ArrayNames) -> KernelCh
     g = c.window
     plan = _rows_plan(g, c.rows)
     if (vector and c.constant_weights and c.bias_abs_max is not None and c.rows % 8 == 0 and g.dx == 1
-            and g.dy == 1 and c.taps <= 9 and plan is not None and not c.rq.exceptions):  # (no exceptions there)
+            and g.dy == 1 and c.taps <= 9 and plan is not None):
         return _dw_rows(isa, c, names, plan)
     return _dw_blocks(c, names, vector)
 
@@ -358,7 +360,8 @@ def _dw_rows(isa: Isa, c: ConvStep, names: ArrayNames, plan: tuple[int, int, int
     taps = c.weight_rows()
     arrays = {"weights": const_array(names.relaid(c.w.name, "x86_dw_rows"), layouts.x86_dw_rows(taps, g.kw)),
               "params": step_array(names, "dw_params", layouts.x86_dw_params(taps, c.bias_per_row(), c.izp,
-                                                                                  c.rq.multipliers, c.rq.shifts))}
+                                                                                  c.rq.multipliers, c.rq.shifts)),
+              **exception_const_arrays(c.rq, names)}
     rowlen = (wp + step - 1) // step * c.rows * 2
     params = DwRows(g, c.pad_value, g.pt > 0 or (g.oh - 1) * g.sy + g.kh - g.pt > g.ih,
                     g.pl > 0 or wp - g.pl >= g.iw, wp, step, nb, rowlen, (nb - 1) * g.sy + g.kh,
