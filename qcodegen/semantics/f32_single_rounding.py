@@ -31,6 +31,7 @@ emulation inside) has its numpy model in tests/test_f32_single_rounding.py, swep
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -126,6 +127,7 @@ def _most_satisfied(lower: np.ndarray, upper: np.ndarray, lo_m: int, hi_m: int, 
     return int(best[np.argmin(np.abs(best - big))])
 
 
+@functools.lru_cache(maxsize=4096)  # pure; the planner and the renderer ask again for the same channels
 def single_rounding(m: int, k: int, acc: tuple[int, int], out: tuple[int, int],
                     max_exceptions: int = MAX_EXCEPTIONS) -> SingleRounding | None:
     """A single-rounding multiplier for scale m * 2^-k over accumulators in `acc` and the clamp `out`, with at
