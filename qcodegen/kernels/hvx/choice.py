@@ -117,6 +117,14 @@ def vector_rnd(rq: Requantization | None, out_ctype: str) -> int | None:
     return 0 if rq.fn == "qc_scale32_single" and rq.min_shift >= 32 else None
 
 
+def _rq_lanes(rq: Requantization, n: int) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The multipliers and shifts of `n` lanes (one value repeated, or one a channel) and whether the rounding is
+    away from zero (DOUBLE_ROUND) rather than single."""
+    mults = np.broadcast_to(np.asarray(rq.multipliers, np.int64), (n,))
+    shifts = np.broadcast_to(np.asarray(rq.shifts, np.int64), (n,))
+    return mults, shifts, rq.fn != "qc_scale32_single"
+
+
 def _kernel(name: str, layout: str) -> str:
     """The shared kernel, or its _inline form for the weight layout "fast" (specialized per step)."""
     return f"{name}_inline" if layout == "fast" else name
@@ -145,9 +153,7 @@ def _conv_rq(c: ConvStep, names: ArrayNames, weights: ConstArray, terms: np.ndar
     rq = c.rq
     assert rq is not None
     one_set = not rq.per_channel
-    mults = np.broadcast_to(np.asarray(rq.multipliers, np.int64), (layouts.LANES if one_set else c.rows,))
-    shifts = np.broadcast_to(np.asarray(rq.shifts, np.int64), mults.shape)
-    away = rq.fn != "qc_scale32_single"
+    mults, shifts, away = _rq_lanes(rq, layouts.LANES if one_set else c.rows)
     arrays = {"weights": weights, "starts": step_array(names, "starts", layouts.starts(c.bias_per_row(), terms)),
               "rq": step_array(names, "rq32", layouts.rq32(mults, shifts, away))}
     params = ConvRq(fn, c.rows, c.k, -(-c.rows // layouts.LANES), 0 if one_set else 5 * layouts.LANES, rnd,
@@ -169,9 +175,7 @@ def _depthwise_rq(c: ConvStep, names: ArrayNames, layout: str) -> KernelChoice |
     copies = layouts.DW_BLOCK // c.rows if c.rows < layouts.DW_BLOCK and layouts.DW_BLOCK % c.rows == 0 \
         and g.sx == 1 else 1
     chans = 2 * layouts.LANES if not rq.per_channel else c.rows
-    mults = np.broadcast_to(np.asarray(rq.multipliers, np.int64), (chans,))
-    shifts = np.broadcast_to(np.asarray(rq.shifts, np.int64), (chans,))
-    away = rq.fn != "qc_scale32_single"
+    mults, shifts, away = _rq_lanes(rq, chans)
     tile = copies if rq.per_channel else 1
     arrays = {"w16": step_array(names, "dw_w16", layouts.dw_w16(c.weight_rows(), copies)),
               "starts": step_array(names, "dw_starts", layouts.dw_starts(c.bias_per_row(), copies)),
