@@ -6,6 +6,11 @@ Run by hand (not a test; progress goes to stderr):
     python bench/targets_bench.py --models ds_cnn --targets cortex-m4 x86-avx2 --samples 2
     python bench/targets_bench.py --write bench/TARGETS.md
     python bench/targets_bench.py --targets cortex-m4 cortex-m7 cortex-m55 --write bench/TARGETS-cortex-m.md
+    python bench/targets_bench.py --targets cortex-m55 --update bench/TARGETS.md --why "the depthwise rows"
+
+`--update REPORT` re-measures some rows of an earlier report: their table lines and notes are replaced, the other rows
+are kept as they were, a header line says what was re-measured and why, and the goals are evaluated again over all
+the rows (so a report never states a goal from rows it no longer shows).
 
 Per model (bench/models.py: person_detect and the MLPerf-Tiny-shaped DS-CNN KWS, MobileNetV1-0.25, ResNet-8 and
 FC autoencoder) and per target (`--targets`; default: every target `qcodegen targets` reports ready):
@@ -515,6 +520,73 @@ def report(rows: list[Row], args: argparse.Namespace, command: str, seconds: flo
         f"- versions: {_versions()}",
         f"- toolchains and flags:\n{_toolchains(args.targets)}",
     ]
+    return _markdown(header, rows, args)
+
+
+def _row_from_cells(cells: list[str]) -> Row:
+    """A report table's row read back (the inverse of COLUMNS up to the shown precision: packets from packets/MAC)."""
+    value = dict(zip((name for name, _ in COLUMNS), cells, strict=True))
+
+    def number(name: str, kind: Callable[[str], float | int] = int) -> float | int | None:
+        text = value[name].replace(",", "")
+        return None if text == "n/a" else kind(text)
+
+    exact = value["bit-exact vs TFLM"]
+    row = Row(value["model"], value["target"], macs=int(number("MACs")),
+              bit_exact=None if exact == "**failed**" else exact.startswith("yes"),
+              samples=int(exact[5:-1]) if exact.startswith("yes (") else 0,
+              instructions=number("instructions"), cycles=number("cycles (est.)"),
+              text_bytes=number(".text B"), rodata_bytes=number(".rodata B"), arena=int(number("arena B")),
+              ours_us=number("ours µs", float), tflm_us=number("TFLM µs", float),
+              xnnpack_us=number("XNNPACK µs", float), xnnpack_lsb=number("XNNPACK max Δ LSB"),
+              xnnpack_avx2_us=number("XNNPACK AVX2 µs", float), xnnpack_avx2_lsb=number("XNNPACK AVX2 max Δ LSB"))
+    packets_per_mac = number("packets/MAC", float)
+    if packets_per_mac is not None:
+        row.packets = round(packets_per_mac * row.macs)
+    return row
+
+
+def read_report(text: str) -> tuple[list[str], list[Row]]:
+    """The header lines ("- ..." and their indented continuations) and the rows, notes included, of a report that
+    `report` wrote."""
+    lines = text.splitlines()
+    start = lines.index("| " + " | ".join(name for name, _ in COLUMNS) + " |")
+    header = [line for line in lines[1:start] if line.strip()]
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(_row_from_cells([cell.strip() for cell in line.strip("|").split("|")]))
+    by_key = {(r.model, r.target): r for r in rows}
+    if "Notes:" in lines:
+        for line in lines[lines.index("Notes:") + 1:]:
+            if not line.startswith("- "):
+                break
+            key, _, note = line[2:].partition(": ")
+            model, _, target = key.partition(" / ")
+            by_key[model, target].notes.append(note)
+    return header, rows
+
+
+def update_report(text: str, measured: list[Row], args: argparse.Namespace, command: str, seconds: float,
+                  why: str = "") -> str:
+    """`text` (a report of `report`) with the rows of `measured` in place of the same model and target (new ones
+    added), a header line saying what was re-measured, and the goals evaluated again over every row."""
+    header, rows = read_report(text)
+    layout = f"- weight layout: {args.weight_layout} "
+    if not any(line.startswith(layout) for line in header):
+        raise SystemExit(f"--update: the report is not of the {args.weight_layout} weight layout")
+    fresh = {(r.model, r.target): r for r in measured}
+    merged = [fresh.pop((r.model, r.target), r) for r in rows] + list(fresh.values())
+    targets = ", ".join(dict.fromkeys(r.target for r in measured))
+    line = (f"- {targets} rows re-measured ({datetime.date.today().isoformat()}, `{command}`, "
+            f"{seconds / 60:.1f} min){': ' + why if why else ''}")
+    at = next((i for i, h in enumerate(header) if h.startswith("- weight layout:")), len(header))
+    header.insert(at, line)
+    return _markdown(header, merged, args)
+
+
+def _markdown(header: list[str], rows: list[Row], args: argparse.Namespace) -> str:
     return ("# Targets benchmark: generated C per target vs TFLite Micro (issues 7 and 18)\n\n" + "\n".join(header)
             + f"\n\n{table(rows)}\n\nGoals (issues 7 and 18, MLPerf-Tiny-shaped models):\n"
             + "".join(f"- {g}\n" for g in goals(rows, args.same_isa, args.weight_layout)) + _notes(rows)
@@ -567,6 +639,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="as `qcodegen compile --weight-layout` (default compact: int8 weights in flash)")
     p.add_argument("--json", help="also write the rows as JSON to this file")
     p.add_argument("--write", help="write a markdown report (e.g. bench/TARGETS.md)")
+    p.add_argument("--update", metavar="REPORT",
+                   help="re-measure these rows of an earlier report (e.g. bench/TARGETS.md) and evaluate its goals "
+                        "again over all its rows")
+    p.add_argument("--why", default="", help="with --update: what changed, for the report's header")
     args = p.parse_args(argv)
     if args.samples < 1:
         p.error("--samples must be at least 1 (the instruction count is taken on the first)")
@@ -575,6 +651,8 @@ def main(argv: list[str] | None = None) -> int:
         if reason:
             p.error(f"target {name} cannot run here: {reason}")
 
+    if args.update:
+        read_report(Path(args.update).read_text())  # before measuring: the report must be one `report` wrote
     args.same_isa = same_isa_reference(host_flags())
     start = time.perf_counter()
     rows = run(args)
@@ -586,9 +664,16 @@ def main(argv: list[str] | None = None) -> int:
     print(_notes(rows), end="")
     if args.json:
         Path(args.json).write_text(json.dumps([asdict(r) for r in rows], indent=1) + "\n")
+    words = argv if argv is not None else sys.argv[1:]
+    if "--why" in words:  # its text goes to the header line itself
+        at = words.index("--why")
+        words = words[:at] + words[at + 2:]
+    command = ("python bench/targets_bench.py " + " ".join(words)).strip()
     if args.write:
-        command = "python bench/targets_bench.py " + " ".join(argv if argv is not None else sys.argv[1:])
-        Path(args.write).write_text(report(rows, args, command.strip(), seconds))
+        Path(args.write).write_text(report(rows, args, command, seconds))
+    if args.update:
+        path = Path(args.update)
+        path.write_text(update_report(path.read_text(), rows, args, command, seconds, args.why))
     return 0 if all(r.bit_exact for r in rows) else 1
 
 

@@ -4,6 +4,7 @@ per-layer counts add up to them (the Cortex-M steps are already out of line, so 
 code); `compile --profile` puts them in the report. targets_bench's same-ISA comparison with XNNPACK on a host
 without ISAs wider than AVX2."""
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -76,3 +77,34 @@ def test_same_isa_reference_on_hosts_without_wider_isas():
     assert "**not met** (ds_cnn 1.50" in next(g for g in targets_bench.goals(rows, "as shipped") if "same ISA" in g)
     masked = next(g for g in targets_bench.goals(rows, "masked") if "same ISA" in g)
     assert "not measured" in masked and "not met" not in masked  # n/a reference: never a verdict
+
+
+def test_update_replaces_rows_and_evaluates_goals_again():
+    """`--update`: the re-measured rows replace theirs, the others stay as written, and the goals are evaluated over
+    the merged rows (a partial re-run once left issue 18's goal lines quoting the rows it replaced)."""
+    args = argparse.Namespace(same_isa="masked", weight_layout="compact", targets=[])
+    rows = [targets_bench.Row(m, t, macs=1000, bit_exact=True, samples=3, instructions=1500, cycles=2500,
+                              text_bytes=9000, arena=64, notes=[f"{m} {t} note"])
+            for m in models.MLPERF for t in ("cortex-m4", "cortex-m55")]
+    rows.append(targets_bench.Row("ds_cnn", "hexagon-hvx", macs=3000, bit_exact=True, samples=3, instructions=900,
+                                  packets=333))
+    before = targets_bench.report(rows, args, "python bench/targets_bench.py --write R.md", 60.0)
+    header, read = targets_bench.read_report(before)
+    assert targets_bench.table(read) == targets_bench.table(rows)
+    assert [r.notes for r in read] == [r.notes for r in rows] and read[-1].packets == 333
+
+    faster = targets_bench.Row("ds_cnn", "cortex-m4", macs=1000, bit_exact=True, samples=3, instructions=1100,
+                               cycles=1900, text_bytes=9000, arena=64)
+    after = targets_bench.update_report(before, [faster], args, "python bench/targets_bench.py --targets cortex-m4",
+                                        30.0, why="a new kernel")
+    assert "- cortex-m4 rows re-measured (" in after and "30 s" not in after and after.count("a new kernel") == 1
+    changed = [line for line in after.splitlines() if line.startswith("| ds_cnn | cortex-m4 |")]
+    assert changed == [targets_bench.table([faster]).splitlines()[2]]
+    kept = [line for line in before.splitlines() if line.startswith("| ") and "| ds_cnn | cortex-m4 |" not in line]
+    assert all(line in after.splitlines() for line in kept)
+    assert "ds_cnn cortex-m4 note" not in after and "ds_cnn cortex-m55 note" in after
+    goal = next(line for line in after.splitlines() if "(issue 18) cortex-m4 <= 1.2 instructions" in line)
+    assert "(ds_cnn 1.100, mobilenet_v1_025 1.500)" in goal
+    with pytest.raises(SystemExit, match="fast weight layout"):
+        targets_bench.update_report(before, [faster], argparse.Namespace(**{**vars(args), "weight_layout": "fast"}),
+                                    "", 1.0)
