@@ -157,6 +157,39 @@ def _conv_cases(prog: Program, rng: np.random.Generator) -> None:
                                f"  qc_dsp_conv_2px_{name}_{rq}(&P, qc_xq, y, NULL);", "y", expected[2])
 
 
+def _packed_cases(prog: Program, rng: np.random.Generator) -> None:
+    """qc_dsp_conv_{3px,2px}_*_packed over dsp_packed arrays (mode 2 without the clamp), per tensor and per channel,
+    rows of 1 .. 16 groups: the first pass of 8 groups entered at every remainder (groups % 8 = 1, 2, 0, 2, 5, 0)."""
+    for i, k in enumerate((3, 8, 32, 40, 49, 64)):
+        pc, rows, izp, zp = i % 2, 6, int(rng.integers(-128, 128)), int(rng.integers(-128, 128))
+        x = rng.integers(-128, 128, (3, k))
+        x[0] = -128
+        w = rng.integers(-128, 128, (rows, k))
+        w[0] = -128
+        bias = rng.integers(-(1 << 20), 1 << 20, rows)
+        mults, shifts = _scales(rng, rows, bool(pc))
+        acc = conv_accumulators(x, w, bias, izp)
+        assert np.abs(acc).max() < 1 << 30
+        expected = rescale(acc, mults, shifts, "double_round", zp, -128, 127)
+        starts = layouts.row_starts(w.astype(I32), bias.astype(I32), izp)
+        pairs = np.array(_rq_pairs(mults, shifts, 2), np.int32).reshape(-1, 2)
+        xs = prog.array("int8_t", x)
+        groups = (k + 3) // 4
+        for name, layout in (("s8x2", layouts.dsp_s8x2), ("q15x2", layouts.dsp_q15x2)):
+            wq = prog.array("int32_t", layouts.dsp_packed(layout(w.astype(I32)), starts, pairs))
+            params = (f"  const qc_dsp_conv_params P = {{{wq}, NULL, NULL, {rows}, {groups}, {2 * zp + 1}, -128, 127, "
+                      "NULL, NULL, NULL};\n")
+            triple = "".join(_widen(f"{xs} + {j * k}", k, str(2 * j), 6) for j in range(3))
+            prog.check(f"{params}  uint32_t qc_xq[{6 * groups}];\n{triple}  int8_t y[{3 * rows}];\n"
+                       f"  qc_dsp_conv_3px_{name}_packed(&P, qc_xq, y);", "y", expected)
+            pair = _widen(xs, k, "0", 4) + _widen(f"{xs} + {k}", k, "2", 4)
+            prog.check(f"{params}  uint32_t qc_xq[{4 * groups}];\n{pair}  int8_t y[{2 * rows}];\n"
+                       f"  qc_dsp_conv_2px_{name}_packed(&P, qc_xq, y, y + {rows});", "y", expected[:2])
+            one = _widen(f"{xs} + {2 * k}", k, "0", 4) + _widen(f"{xs} + {2 * k}", k, "2", 4)
+            prog.check(f"{params}  uint32_t qc_xq[{4 * groups}];\n{one}  int8_t y[{rows}];\n"
+                       f"  qc_dsp_conv_2px_{name}_packed(&P, qc_xq, y, NULL);", "y", expected[2])
+
+
 def _dw_cases(prog: Program, rng: np.random.Generator) -> None:
     """qc_dsp_dw_*: a run of the pixels of an output row (tap offsets from the first pixel's window; 3x3 at stride 1:
     pixel pairs) and single pixels over a table of the taps' addresses, for every requantization variant and the
@@ -228,6 +261,7 @@ def test_kernels_against_the_numpy_primitives(tmp_path):
     rng = np.random.default_rng(15)
     _dot_cases(prog, rng)
     _conv_cases(prog, rng)
+    _packed_cases(prog, rng)
     _dw_cases(prog, rng)
     assert prog.mismatches(prog.run(tmp_path)) == ""
 

@@ -126,20 +126,23 @@ static inline __attribute__((always_inline, unused)) int8_t qc_dsp_rq8(int32_t v
 #define QC_DSP_RQN_NEXT(a, y, k, t) QC_DSP_RQN_NEXT_M(QC_DSP_RQN_MUL2, a, y, k, t)
 /* The same with MUL(t, a), the text of t = SMMULR of 2a (QC_DSP_RQN_MUL2) or, for a doubled accumulator (mode 3),
    of a (QC_DSP_RQN_MUL). */
-#define QC_DSP_RQN_MUL2(t, a)                                                                                      \
+#define QC_DSP_RQN_MUL2(t, a, m)                                                                                   \
   "add %[" t "], %[" a "], %[" a "]\n\t"                                                                          \
-  "smmulr %[" t "], %[" t "], %[m]\n\t"
-#define QC_DSP_RQN_MUL(t, a) "smmulr %[" t "], %[" a "], %[m]\n\t"
+  "smmulr %[" t "], %[" t "], %[" m "]\n\t"
+#define QC_DSP_RQN_MUL(t, a, m) "smmulr %[" t "], %[" a "], %[" m "]\n\t"
 #define QC_DSP_RQN_FIRST_M(MUL, a, y, k, off)                                                                      \
-  "ldr %[m], [%[r], #" off "]\n\t" MUL("s", a)                                                                   \
+  "ldr %[m], [%[r], #" off "]\n\t" MUL("s", a, "m")                                                              \
   "add %[" a "], %[s], %[" a "], asr #31\n\t"                                                                     \
-  "ldr %[s], [%[r], #" off " + 4]\n\t" QC_DSP_RQN_STORE(a, y, k)
-#define QC_DSP_RQN_NEXT_M(MUL, a, y, k, t)                                                                         \
-  MUL(t, a) "add %[" a "], %[" t "], %[" a "], asr #31\n\t" QC_DSP_RQN_STORE(a, y, k)
-#define QC_DSP_RQN_STORE(a, y, k)                                                                                  \
-  "asr %[" a "], %[" a "], %[s]\n\t"                                                                              \
-  "add %[" a "], %[" a "], %[zp]\n\t"                                                                             \
+  "ldr %[s], [%[r], #" off " + 4]\n\t" QC_DSP_RQN_STORE(a, "s", "zp", "[%[" y "], #" k "]")
+#define QC_DSP_RQN_NEXT_M(MUL, a, y, k, t) QC_DSP_RQN_OUT(MUL, a, t, "m", "s", "zp", "[%[" y "], #" k "]")
+/* The general text: accumulator a requantized with the pair in operands m, s, temporary t, zp2p1 in zp, stored at
+   addr (the text of an address: "[%[y], #1]", "[%[y], %[rs]]"). */
+#define QC_DSP_RQN_OUT(MUL, a, t, m, s, zp, addr)                                                                  \
+  MUL(t, a, m) "add %[" a "], %[" t "], %[" a "], asr #31\n\t" QC_DSP_RQN_STORE(a, s, zp, addr)
+#define QC_DSP_RQN_STORE(a, s, zp, addr)                                                                           \
+  "asr %[" a "], %[" a "], %[" s "]\n\t"                                                                          \
+  "add %[" a "], %[" a "], %[" zp "]\n\t"                                                                         \
   "ssat %[" a "], #8, %[" a "], asr #1\n\t"                                                                       \
-  "strb %[" a "], [%[" y "], #" k "]\n\t"
+  "strb %[" a "], " addr "\n\t"
 
 #endif

@@ -325,11 +325,13 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_except(con
    halves of x): per pair of rows the 2 x 2 sums of QC_DSP_DOT2X2_GROUP (q15: _Q15_GROUP), started at base, each
    requantized by qc_dsp_rq8. */
 static inline __attribute__((always_inline, unused)) void qc_dsp_conv_pair(const qc_dsp_conv_params *P,
-    const uint32_t *x,     int8_t *y0, int8_t *y1, int mode, int pc, int clamp, int q15) {
+    const uint32_t *x,     int8_t *y0, int8_t *y1, int mode, int pc, int clamp, int q15, int packed) {
   const int32_t rows = P->rows, groups = P->groups, zp2p1 = P->zp2p1, lo = P->lo, hi = P->hi;
   const int32_t *wq = P->q, *base = P->base, *rq = P->rq;
   for (int32_t oc = 0; oc < rows; oc += 2) {
-    int32_t s0 = base[oc], s1 = base[oc + 1], s2 = s0, s3 = s1;
+    const int32_t *start = packed ? wq : base + oc;  /* (packed: the rows' starts before their words, pairs after) */
+    wq += packed ? 2 : 0;
+    int32_t s0 = start[0], s1 = start[1], s2 = s0, s3 = s1;
     const uint32_t *xq = x;
     uint32_t t, u, te, ue, xe, xo, ye, yo;
     int32_t g = 0;
@@ -352,7 +354,8 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_pair(const
       }
     }
     (void)t, (void)u, (void)te, (void)ue, (void)ye, (void)yo;
-    const int32_t *r0 = pc ? rq + 2 * oc : rq, *r1 = pc ? r0 + 2 : rq;
+    const int32_t *r0 = packed ? wq : pc ? rq + 2 * oc : rq, *r1 = packed || pc ? r0 + 2 : rq;
+    wq += packed ? 4 : 0;
     y0[oc] = qc_dsp_rq8(s0, r0, zp2p1, lo, hi, mode, clamp);
     y0[oc + 1] = qc_dsp_rq8(s1, r1, zp2p1, lo, hi, mode, clamp);
     if (y1) {
@@ -488,11 +491,83 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
   }
 }
 
+/* Every output channel (rows even) of three output pixels whose outputs are contiguous (y, y + rows,
+   y + 2 rows), mode 2 without the clamp, over a dsp_packed array (per pair of rows: their starts, their words,
+   their requantization pairs): one asm statement for all the rows, so that nothing is spilled or reloaded around
+   the groups (the C loop of qc_dsp_conv_triple moved its 6 accumulators, pointers and count through the stack
+   per pair of rows: ~40 instructions per 24 x groups MACs). Per pair of rows: LDRD of the starts, 4 MOV, the
+   groups in passes of 8 (the first pass entered at the first of groups % 8 by a load of the PC: no remainder
+   loop), 3 per pass for its end (x against x + 6 groups words), then the 6 outputs of QC_DSP_RQN_OUT with the
+   pairs by LDRD from the same pointer (y, rows and zp loaded into the group temporaries; stores at y, y + rows,
+   y + 2 rows by register offsets) and 5 for y and the loop: 6 + 20 groups + 3 passes + 50 instructions (q15:
+   17 per group). GB: the bytes of one group's text (every instruction 32-bit), checked by the assembler. */
+#define QC_DSP_3PX_PACKED_LOOP(GROUP, GB)                                                                            \
+  __asm__ volatile("adr.w %[t], 2f\n\t"                                                                            \
+                   "ldr %[u], %[skip]\n\t"                                                                         \
+                   "mov %[te], #" #GB "\n\t"                                                                       \
+                   "mla %[t], %[u], %[te], %[t]\n\t"                                                              \
+                   "orr %[t], %[t], #1\n\t"                                                                        \
+                   "str %[t], %[entry]\n"                                                                          \
+                   "1:\n\t"                                                                                        \
+                   "ldrd %[s0], %[s1], [%[w]], #8\n\t"                                                            \
+                   "ldr %[x], %[xs]\n\t"                                                                           \
+                   "mov %[s2], %[s0]\n\t"                                                                          \
+                   "mov %[s4], %[s0]\n\t"                                                                          \
+                   "mov %[s3], %[s1]\n\t"                                                                          \
+                   "mov %[s5], %[s1]\n\t"                                                                          \
+                   "ldr pc, %[entry]\n"                                                                            \
+                   "2:\n\t" GROUP "3:\n\t"                                                                         \
+                   ".ifne (3b - 2b) - " #GB "\n\t.error \"qc_cm_dsp_conv.h: a group is not " #GB " bytes\"\n\t.endif\n\t" \
+                   GROUP GROUP GROUP GROUP GROUP GROUP GROUP                                                       \
+                   "ldr %[t], %[xend]\n\t"                                                                         \
+                   "cmp %[x], %[t]\n\t"                                                                            \
+                   "bne 2b\n\t"                                                                                    \
+                   "ldr %[te], %[y]\n\t"                                                                           \
+                   "ldr %[ue], %[rs]\n\t"                                                                          \
+                   "ldr %[xe], %[zp]\n\t"                                                                          \
+                   "ldrd %[t], %[u], [%[w]], #8\n\t"                                                              \
+                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL2, "s0", "x", "t", "u", "xe", "[%[te]]")                           \
+                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL2, "s2", "x", "t", "u", "xe", "[%[te], %[ue]]")                    \
+                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL2, "s4", "x", "t", "u", "xe", "[%[te], %[ue], lsl #1]")            \
+                   "ldrd %[t], %[u], [%[w]], #8\n\t"                                                              \
+                   "add %[te], %[te], #1\n\t"                                                                      \
+                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL2, "s1", "x", "t", "u", "xe", "[%[te]]")                           \
+                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL2, "s3", "x", "t", "u", "xe", "[%[te], %[ue]]")                    \
+                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL2, "s5", "x", "t", "u", "xe", "[%[te], %[ue], lsl #1]")            \
+                   "add %[te], %[te], #1\n\t"                                                                      \
+                   "str %[te], %[y]\n\t"                                                                           \
+                   "ldr %[xo], %[yend]\n\t"                                                                        \
+                   "cmp %[te], %[xo]\n\t"                                                                          \
+                   "bne 1b"                                                                                        \
+                   : [s0] "=&r"(s0), [s1] "=&r"(s1), [s2] "=&r"(s2), [s3] "=&r"(s3), [s4] "=&r"(s4),               \
+                     [s5] "=&r"(s5), [x] "=&r"(xq), [w] "+r"(wq), [t] "=&r"(t), [u] "=&r"(u), [te] "=&r"(te),      \
+                     [ue] "=&r"(ue), [xe] "=&r"(xe), [xo] "=&r"(xo), [y] "+m"(y), [entry] "=m"(entry)              \
+                   : [xs] "m"(x), [xend] "m"(xend), [skip] "m"(skip), [rs] "m"(rows), [zp] "m"(zp2p1),             \
+                     [yend] "m"(yend)                                                                              \
+                   : "memory", "cc")
+
+static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple_packed(const qc_dsp_conv_params *P,
+    const uint32_t *x, int8_t *y, int q15) {
+  const int32_t *wq = P->q;
+  const int32_t rows = P->rows, zp2p1 = P->zp2p1, skip = -P->groups & 7;
+  const uint32_t *xend = x + 6 * P->groups;
+  const int8_t *yend = y + rows;
+  uint32_t entry;
+  int32_t s0, s1, s2, s3, s4, s5;
+  const uint32_t *xq;
+  uint32_t t, u, te, ue, xe, xo;
+  if (q15) {
+    QC_DSP_3PX_PACKED_LOOP(QC_DSP_3X2_Q15, 68);
+  } else {
+    QC_DSP_3PX_PACKED_LOOP(QC_DSP_3X2_S8, 80);
+  }
+}
+
 /* The variants: one function each (a step calls the one its constants need). */
 #define QC_DSP_CONV_DEFINE(RQ, MODE, PC, CLAMP, W)                                                                 \
   static QC_DSP_CONV_KERNEL void qc_dsp_conv_2px_##W##_##RQ(const qc_dsp_conv_params *P, const uint32_t *x,          \
                                                              int8_t *y0, int8_t *y1) {                             \
-    qc_dsp_conv_pair(P, x, y0, y1, MODE, PC, CLAMP, QC_DSP_Q15_##W);                                               \
+    qc_dsp_conv_pair(P, x, y0, y1, MODE, PC, CLAMP, QC_DSP_Q15_##W, 0);                                               \
   }                                                                                                                \
   static QC_DSP_CONV_KERNEL void qc_dsp_conv_3px_##W##_##RQ(const qc_dsp_conv_params *P, const uint32_t *x,          \
                                                              int8_t *y0, int8_t *y1, int8_t *y2) {                 \
@@ -508,11 +583,23 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
                                                                     int8_t *y0, int8_t *y1, int8_t *y2) {          \
     qc_dsp_conv_triple(P, x, y0, y1, y2, MODE, PC, CLAMP, QC_DSP_Q15_##W, G);                                      \
   }
+/* The dsp_packed kernels (mode 2 without the clamp): three pixels, and two (or one) by qc_dsp_conv_pair. */
+#define QC_DSP_CONV_PACKED_DEFINE(W)                                                                               \
+  static QC_DSP_CONV_KERNEL void qc_dsp_conv_3px_##W##_packed(const qc_dsp_conv_params *P, const uint32_t *x,       \
+                                                               int8_t *y) {                                        \
+    qc_dsp_conv_triple_packed(P, x, y, QC_DSP_Q15_##W);                                                            \
+  }                                                                                                                \
+  static QC_DSP_CONV_KERNEL void qc_dsp_conv_2px_##W##_packed(const qc_dsp_conv_params *P, const uint32_t *x,       \
+                                                               int8_t *y0, int8_t *y1) {                           \
+    qc_dsp_conv_pair(P, x, y0, y1, 2, 0, 0, QC_DSP_Q15_##W, 1);                                                    \
+  }
 #define QC_DSP_Q15_s8x2 0
 #define QC_DSP_Q15_q15x2 1
 QC_DSP_RQ_VARIANTS(QC_DSP_CONV_DEFINE, s8x2)
 QC_DSP_RQ_VARIANTS(QC_DSP_CONV_DEFINE, q15x2)
 QC_DSP_RQ_EXC_VARIANTS(QC_DSP_CONV_DEFINE, s8x2)
 QC_DSP_RQ_EXC_VARIANTS(QC_DSP_CONV_DEFINE, q15x2)
+QC_DSP_CONV_PACKED_DEFINE(s8x2)
+QC_DSP_CONV_PACKED_DEFINE(q15x2)
 
 #endif

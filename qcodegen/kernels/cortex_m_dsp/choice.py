@@ -85,7 +85,9 @@ def _rq_pairs(rq: Requantization, mode: int) -> np.ndarray:
 class ConvPixels:
     """form "conv_px": the pixels in triples (fn3 for the first `triples` pixels, 0 when fewer than 3) and the last
     one or two as a pair (fn2), each call computing and requantizing every output channel of its pixels; qc_xq
-    holds xq_words of widened inputs; window_length: the gathered window's length (whole groups of 4)."""
+    holds xq_words of widened inputs; window_length: the gathered window's length (whole groups of 4); packed: the
+    weights are a dsp_packed array (the starts and requantization pairs inside; fn3 takes the first pixel's
+    output only, the others following it)."""
 
     fn3: str
     fn2: str
@@ -98,6 +100,7 @@ class ConvPixels:
     hi: int
     xq_words: int
     window_length: int
+    packed: bool
 
 
 @dataclass(frozen=True)
@@ -207,19 +210,29 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
     mode = _rq_mode(c.rq, (c.bias_abs_max or 0) + c.k * 2 ** 15)
     rq = _rq_name(c.rq, mode)
     groups = (c.k + 3) // 4
-    fixed = f"_g{groups}" if groups <= FIXED_GROUPS else ""
-    arrays = {"weights": _weights(c, names, f"dsp_{w}"),
-              "rq": step_array(names, f"rq{mode}", _rq_pairs(c.rq, mode)), **exception_const_arrays(c.rq, names)}
-    unread = {1}
-    if c.izp != 0 or not c.bias_per_channel:
-        arrays["base"] = step_array(names, "base", layouts.row_starts(c.weight_rows(), c.bias_per_row(), c.izp))
-        unread.add(2)
+    starts = layouts.row_starts(c.weight_rows(), c.bias_per_row(), c.izp)
+    packed = rq in ("double_n", "double_n_pc")
+    if packed:  # one pointer over the starts, weights and pairs (qc_dsp_conv_3px_<w>_packed)
+        words = getattr(layouts, f"dsp_{w}")(c.weight_rows())
+        arrays = {"weights": step_array(names, f"dsp_{w}_packed",  # (by value: the weights with their starts)
+                                        layouts.dsp_packed(words, starts, _rq_pairs(c.rq, mode)))}
+        unread = {1, 2}
+        fn3, fn2 = f"qc_dsp_conv_3px_{w}_packed", f"qc_dsp_conv_2px_{w}_packed"
+    else:
+        arrays = {"weights": _weights(c, names, f"dsp_{w}"),
+                  "rq": step_array(names, f"rq{mode}", _rq_pairs(c.rq, mode)), **exception_const_arrays(c.rq, names)}
+        unread = {1}
+        if c.izp != 0 or not c.bias_per_channel:
+            arrays["base"] = step_array(names, "base", starts)
+            unread.add(2)
+        fixed = f"_g{groups}" if groups <= FIXED_GROUPS else ""
+        fn3, fn2 = f"qc_dsp_conv_3px_{w}_{rq}{fixed}", f"qc_dsp_conv_2px_{w}_{rq}"
     triples = c.pixels // 3 * 3
-    params = ConvPixels(f"qc_dsp_conv_3px_{w}_{rq}{fixed}" if triples else "", f"qc_dsp_conv_2px_{w}_{rq}",
-                        c.pixels, triples, c.rows, groups, 2 * c.rq.output_zp + 1, c.rq.lo, c.rq.hi,
-                        groups * (6 if c.pixels >= 3 else 4), _window_length(c))
-    return KernelChoice(params.fn3 or params.fn2, reason, f"dsp_{w}", "conv_px", arrays, params, frozenset(unread),
-                        step_constants=False, window_length=params.window_length, files=CONV_FILES)
+    params = ConvPixels(fn3 if triples else "", fn2, c.pixels, triples, c.rows, groups, 2 * c.rq.output_zp + 1,
+                        c.rq.lo, c.rq.hi, groups * (6 if c.pixels >= 3 else 4), _window_length(c), packed)
+    return KernelChoice(params.fn3 or params.fn2, reason, f"dsp_{w}" + ("_packed" if packed else ""), "conv_px",
+                        arrays, params, frozenset(unread), step_constants=False,
+                        window_length=params.window_length, files=CONV_FILES)
 
 
 def _window_length(c: ConvStep) -> int:

@@ -96,3 +96,14 @@ def dsp_dw_q15_base(taps: np.ndarray, bias: np.ndarray, izp: int, scale: int = 1
     words = dsp_dw_q15(taps).astype(np.int64).reshape(groups, taps.shape[0] * 2)
     starts = base[:groups * 4].reshape(groups, 4)
     return np.concatenate([np.concatenate([starts, words], axis=1).reshape(-1), base[groups * 4:]]).astype(np.int32)
+
+
+def dsp_packed(words: np.ndarray, starts: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """A dsp_s8x2 or dsp_q15x2 array (`words`) with, per pair of rows, the rows' sums' starts before their words
+    and their requantization pairs {multiplier, shift} after them (pairs: [rows, 2], or [1, 2] for all rows), so
+    that the kernel walks one pointer over all its constants (qc_dsp_conv_3px_*_packed: LDRD of the starts, the
+    groups, LDRD of each row's pair)."""
+    rows = starts.shape[0]
+    per_pair = words.reshape(rows // 2, -1)
+    pairs = np.broadcast_to(pairs, (rows, 2)).reshape(rows // 2, 4)
+    return np.concatenate([starts.reshape(rows // 2, 2), per_pair, pairs], axis=1).reshape(-1).astype(np.int32)
