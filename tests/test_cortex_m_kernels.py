@@ -82,11 +82,12 @@ def _rq_pairs(mults, shifts, mode: int) -> list[int]:
     return [v for m, s in zip(mults, shifts, strict=True) for v in (m, s - (32 if mode == 2 else 33))]
 
 
-def _widen(x: str, k: int, at: str, stride: int) -> str:
-    """The C that widens the k inputs at x into qc_xq + at, as the call sites do (cortex-m-dsp/_dot.c.j2)."""
-    text = f"  qc_dsp_widen_into({x}, {k // 4}, qc_xq + {at}, {stride});\n"
+def _widen(x: str, k: int, at: str, stride: int, dbl: int = 0) -> str:
+    """The C that widens the k inputs at x into qc_xq + at (dbl: doubled), as the call sites do
+    (cortex-m-dsp/_dot.c.j2)."""
+    text = f"  qc_dsp_widen_into({x}, {k // 4}, qc_xq + {at}, {stride}, {dbl});\n"
     if k % 4:
-        text += f"  qc_dsp_widen_last({x} + {k // 4 * 4}, {k % 4}, qc_xq + {k // 4 * stride} + {at});\n"
+        text += f"  qc_dsp_widen_last({x} + {k // 4 * 4}, {k % 4}, qc_xq + {k // 4 * stride} + {at}, {dbl});\n"
     return text
 
 
@@ -175,17 +176,19 @@ def _packed_cases(prog: Program, rng: np.random.Generator) -> None:
         pairs = np.array(_rq_pairs(mults, shifts, 2), np.int32).reshape(-1, 2)
         xs = prog.array("int8_t", x)
         groups = (k + 3) // 4
-        for name, layout in (("s8x2", layouts.dsp_s8x2), ("q15x2", layouts.dsp_q15x2)):
-            wq = prog.array("int32_t", layouts.dsp_packed(layout(w.astype(I32)), starts, pairs))
+        # the sums doubled: the inputs as they are widened (s8x2) or the int16 weights (q15x2)
+        for name, words, dbl in (("s8x2", layouts.dsp_s8x2(w.astype(I32)), 1),
+                                 ("q15x2", layouts.dsp_q15x2(2 * w.astype(I32)), 0)):
+            wq = prog.array("int32_t", layouts.dsp_packed(words, 2 * starts, pairs))
             params = (f"  const qc_dsp_conv_params P = {{{wq}, NULL, NULL, {rows}, {groups}, {2 * zp + 1}, -128, 127, "
                       "NULL, NULL, NULL};\n")
-            triple = "".join(_widen(f"{xs} + {j * k}", k, str(2 * j), 6) for j in range(3))
+            triple = "".join(_widen(f"{xs} + {j * k}", k, str(2 * j), 6, dbl) for j in range(3))
             prog.check(f"{params}  uint32_t qc_xq[{6 * groups}];\n{triple}  int8_t y[{3 * rows}];\n"
                        f"  qc_dsp_conv_3px_{name}_packed(&P, qc_xq, y);", "y", expected)
-            pair = _widen(xs, k, "0", 4) + _widen(f"{xs} + {k}", k, "2", 4)
+            pair = _widen(xs, k, "0", 4, dbl) + _widen(f"{xs} + {k}", k, "2", 4, dbl)
             prog.check(f"{params}  uint32_t qc_xq[{4 * groups}];\n{pair}  int8_t y[{2 * rows}];\n"
                        f"  qc_dsp_conv_2px_{name}_packed(&P, qc_xq, y, y + {rows});", "y", expected[:2])
-            one = _widen(f"{xs} + {2 * k}", k, "0", 4) + _widen(f"{xs} + {2 * k}", k, "2", 4)
+            one = _widen(f"{xs} + {2 * k}", k, "0", 4, dbl) + _widen(f"{xs} + {2 * k}", k, "2", 4, dbl)
             prog.check(f"{params}  uint32_t qc_xq[{4 * groups}];\n{one}  int8_t y[{rows}];\n"
                        f"  qc_dsp_conv_2px_{name}_packed(&P, qc_xq, y, NULL);", "y", expected[2])
 

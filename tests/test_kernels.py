@@ -71,14 +71,20 @@ def test_conv_choices_and_reasons():
     """Each branch of the Cortex-M DSP convolution choice, from the step's fields alone."""
     rng = np.random.default_rng(0)
     px = dict(x_shape=(1, 2, 3, 16), y_shape=(1, 2, 3, 6))
-    c = _choice(_conv("CONV2D", w=_w(rng, 6, 1, 1, 16), bias=np.arange(6) * 100, **px))
-    assert c.form == "conv_px" and c.kernel == "qc_dsp_conv_3px_s8x2_double_n_g4"  # |bias| + k 2^15 < 2^30
-    assert set(c.arrays) == {"weights", "rq", "base"} and c.params.triples == 6 and "pixels" in c.reason
-    assert c.arrays["rq"].values.tolist() == [1 << 30, 38 - 32]
+    w = _w(rng, 6, 1, 1, 16)
+    c = _choice(_conv("CONV2D", w=w, bias=np.arange(6) * 100, **px))
+    # |bias| + k 2^15 < 2^30: mode 2, the sums doubled, the starts and pairs inside the weights (dsp_packed)
+    assert c.form == "conv_px" and c.kernel == "qc_dsp_conv_3px_s8x2_packed" and c.params.double_inputs
+    assert set(c.arrays) == {"weights"} and c.unread == {1, 2} and c.params.triples == 6 and "pixels" in c.reason
+    starts = 2 * (np.arange(6) * 100 + 128 * w.reshape(6, 16).astype(np.int64).sum(axis=1))  # (izp -128)
+    block = c.arrays["weights"].values[:2 + 8 + 4].tolist()  # the first pair of rows: 2 starts, 4 groups, 2 pairs
+    assert block[:2] == starts[:2].tolist() and block[10:] == [1 << 30, 38 - 32] * 2
+    single = _choice(_conv("CONV2D", w=w, bias=np.arange(6) * 100, rounding="single_round", **px))
+    assert single.kernel == "qc_dsp_conv_3px_s8x2_single_g4" and set(single.arrays) == {"weights", "rq", "base"}
     big = _choice(_conv("CONV2D", w=_w(rng, 6, 1, 1, 16), bias=np.full(6, 1 << 30), shifts=(40,), **px))
     assert big.kernel == "qc_dsp_conv_3px_s8x2_double_g4" and big.arrays["rq"].values.tolist() == [1 << 30, 40 - 33]
     fast = _choice(_conv("CONV2D", w=_w(rng, 6, 1, 1, 16), bias=np.zeros(6), izp=0, **px), layout="fast")
-    assert fast.kernel == "qc_dsp_conv_3px_q15x2_double_n_g4" and fast.unread == {1}  # the bias starts the sums
+    assert fast.kernel == "qc_dsp_conv_3px_q15x2_packed" and fast.unread == {1, 2} and not fast.params.double_inputs
     odd = _choice(_conv("CONV2D", w=_w(rng, 5, 1, 1, 16), bias=np.zeros(5), x_shape=(1, 2, 3, 16),
                         y_shape=(1, 2, 3, 5)))
     assert (odd.form, odd.kernel, odd.unread) == ("dot_2x2", "qc_dsp_dot_2x2_s8x2", frozenset())  # last row: int8

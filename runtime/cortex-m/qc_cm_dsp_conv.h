@@ -27,33 +27,39 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_widen(const int
   }
 }
 
-/* xq[stride * g], xq[stride * g + 1] = the int16 pairs (SXTB16) of x[4g .. 4g + 3] (bytes 0,2 then 1,3),
-   g < groups: the inputs of one pixel of a pair (stride 4) or a triple (stride 6), into its part of the
-   interleaved buffer of qc_dsp_dot_2x2_* and qc_dsp_conv_{2px,3px}_* (xq at its first, third or fifth word).
-   Called with a constant group count: unrolled for at most 10 groups, else a loop (small code). */
+/* xq[0], xq[1] = the int16 pairs (SXTB16) of the 4 bytes v (bytes 0,2 then 1,3), doubled with dbl (SADD16: 2x
+   fits int16; the sums of the _packed kernels, qc_dsp_rq8 mode 3). */
+static inline __attribute__((always_inline, unused)) void qc_dsp_widen_word(uint32_t v, uint32_t *xq, int dbl) {
+  const uint32_t e = __sxtb16(v), o = qc_sxtb16_ror8(v);
+  xq[0] = dbl ? (uint32_t)__sadd16(e, e) : e;
+  xq[1] = dbl ? (uint32_t)__sadd16(o, o) : o;
+}
+
+/* xq[stride * g], xq[stride * g + 1] = qc_dsp_widen_word of x[4g .. 4g + 3], g < groups: the inputs of one pixel
+   of a pair (stride 4) or a triple (stride 6), into its part of the interleaved buffer of qc_dsp_dot_2x2_* and
+   qc_dsp_conv_{2px,3px}_* (xq at its first, third or fifth word). Called with a constant group count: unrolled
+   for at most 10 groups, else a loop (small code). */
 static inline __attribute__((always_inline, unused)) void qc_dsp_widen_into(const int8_t *x, int32_t groups,
-                                                                           uint32_t *xq, int32_t stride) {
+                                                                           uint32_t *xq, int32_t stride, int dbl) {
   if (groups <= 10) {
 #pragma GCC unroll 10
     for (int32_t g = 0; g < groups; ++g, xq += stride) {
       uint32_t v;
       memcpy(&v, x + 4 * g, 4);
-      xq[0] = __sxtb16(v);
-      xq[1] = qc_sxtb16_ror8(v);
+      qc_dsp_widen_word(v, xq, dbl);
     }
   } else {
 #pragma GCC unroll 1
     for (int32_t g = 0; g < groups; ++g, xq += stride) {
       uint32_t v;
       memcpy(&v, x + 4 * g, 4);
-      xq[0] = __sxtb16(v);
-      xq[1] = qc_sxtb16_ror8(v);
+      qc_dsp_widen_word(v, xq, dbl);
     }
   }
 }
 
 /* The same for a last group of n < 4 elements, the others read as 0 (and not read). */
-static QC_DSP_CONV_KERNEL void qc_dsp_widen_last(const int8_t *x, int32_t n, uint32_t *xq);
+static QC_DSP_CONV_KERNEL void qc_dsp_widen_last(const int8_t *x, int32_t n, uint32_t *xq, int dbl);
 
 /* Sums of int8 products, exact in int32 for rows of up to 65,535 elements (each product at most 2^14). */
 /* sum of a[i] * b[i], i < n. */
@@ -264,13 +270,12 @@ static QC_DSP_CONV_KERNEL void qc_dsp_dot_4rows_q15(const int8_t *a, const uint3
   s[3] = s3;
 }
 
-static QC_DSP_CONV_KERNEL void qc_dsp_widen_last(const int8_t *x, int32_t n, uint32_t *xq) {
+static QC_DSP_CONV_KERNEL void qc_dsp_widen_last(const int8_t *x, int32_t n, uint32_t *xq, int dbl) {
   uint32_t v = 0;
   for (int32_t i = n - 1; i >= 0; --i) {
     v = v << 8 | (uint8_t)x[i];
   }
-  xq[0] = __sxtb16(v);
-  xq[1] = qc_sxtb16_ror8(v);
+  qc_dsp_widen_word(v, xq, dbl);
 }
 
 static QC_DSP_CONV_KERNEL void qc_dsp_dot_2x2_s8x2(const uint32_t *xq, const int32_t *wq, int32_t groups,
@@ -492,15 +497,17 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
 }
 
 /* Every output channel (rows even) of three output pixels whose outputs are contiguous (y, y + rows,
-   y + 2 rows), mode 2 without the clamp, over a dsp_packed array (per pair of rows: their starts, their words,
-   their requantization pairs): one asm statement for all the rows, so that nothing is spilled or reloaded around
-   the groups (the C loop of qc_dsp_conv_triple moved its 6 accumulators, pointers and count through the stack
-   per pair of rows: ~40 instructions per 24 x groups MACs). Per pair of rows: LDRD of the starts, 4 MOV, the
-   groups in passes of 8 (the first pass entered at the first of groups % 8 by a load of the PC: no remainder
-   loop), 3 per pass for its end (x against x + 6 groups words), then the 6 outputs of QC_DSP_RQN_OUT with the
-   pairs by LDRD from the same pointer (y, rows and zp loaded into the group temporaries; stores at y, y + rows,
-   y + 2 rows by register offsets) and 5 for y and the loop: 6 + 20 groups + 3 passes + 50 instructions (q15:
-   17 per group). GB: the bytes of one group's text (every instruction 32-bit), checked by the assembler. */
+   y + 2 rows), mode 2 without the clamp on doubled sums (qc_dsp_rq8 mode 3: the starts, and the inputs (s8x2) or
+   the int16 weights (q15x2), doubled at generation time or as the inputs are widened), over a dsp_packed array
+   (per pair of rows: their starts, their words, their requantization pairs): one asm statement for all the rows,
+   so that nothing is spilled or reloaded around the groups (the C loop of qc_dsp_conv_triple moved its 6
+   accumulators, pointers and count through the stack per pair of rows: ~40 instructions per 24 x groups MACs).
+   Per pair of rows: LDRD of the starts, 4 MOV, the groups in passes of 8 (the first pass entered at the first of
+   groups % 8 by a load of the PC: no remainder loop), 3 per pass for its end (x against x + 6 groups words),
+   then the 6 outputs of QC_DSP_RQN_OUT (6 instructions each) with the pairs by LDRD from the same pointer (y,
+   rows and zp loaded into the group temporaries; stores at y, y + rows, y + 2 rows by register offsets) and 5 for
+   y and the loop: 6 + 1 + 20 groups + 3 passes + 44 instructions per 24 groups MACs (q15: 17 per group).
+   GB: the bytes of one group's text (every instruction 32-bit), checked by the assembler. */
 #define QC_DSP_3PX_PACKED_LOOP(GROUP, GB)                                                                            \
   __asm__ volatile("adr.w %[t], 2f\n\t"                                                                            \
                    "ldr %[u], %[skip]\n\t"                                                                         \
@@ -526,14 +533,14 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
                    "ldr %[ue], %[rs]\n\t"                                                                          \
                    "ldr %[xe], %[zp]\n\t"                                                                          \
                    "ldrd %[t], %[u], [%[w]], #8\n\t"                                                              \
-                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL2, "s0", "x", "t", "u", "xe", "[%[te]]")                           \
-                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL2, "s2", "x", "t", "u", "xe", "[%[te], %[ue]]")                    \
-                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL2, "s4", "x", "t", "u", "xe", "[%[te], %[ue], lsl #1]")            \
+                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL, "s0", "x", "t", "u", "xe", "[%[te]]")                           \
+                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL, "s2", "x", "t", "u", "xe", "[%[te], %[ue]]")                    \
+                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL, "s4", "x", "t", "u", "xe", "[%[te], %[ue], lsl #1]")            \
                    "ldrd %[t], %[u], [%[w]], #8\n\t"                                                              \
                    "add %[te], %[te], #1\n\t"                                                                      \
-                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL2, "s1", "x", "t", "u", "xe", "[%[te]]")                           \
-                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL2, "s3", "x", "t", "u", "xe", "[%[te], %[ue]]")                    \
-                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL2, "s5", "x", "t", "u", "xe", "[%[te], %[ue], lsl #1]")            \
+                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL, "s1", "x", "t", "u", "xe", "[%[te]]")                           \
+                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL, "s3", "x", "t", "u", "xe", "[%[te], %[ue]]")                    \
+                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL, "s5", "x", "t", "u", "xe", "[%[te], %[ue], lsl #1]")            \
                    "add %[te], %[te], #1\n\t"                                                                      \
                    "str %[te], %[y]\n\t"                                                                           \
                    "ldr %[xo], %[yend]\n\t"                                                                        \
@@ -583,7 +590,8 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple_pac
                                                                     int8_t *y0, int8_t *y1, int8_t *y2) {          \
     qc_dsp_conv_triple(P, x, y0, y1, y2, MODE, PC, CLAMP, QC_DSP_Q15_##W, G);                                      \
   }
-/* The dsp_packed kernels (mode 2 without the clamp): three pixels, and two (or one) by qc_dsp_conv_pair. */
+/* The dsp_packed kernels (mode 2 without the clamp, the sums doubled: qc_dsp_rq8 mode 3): three pixels, and two
+   (or one) by qc_dsp_conv_pair. */
 #define QC_DSP_CONV_PACKED_DEFINE(W)                                                                               \
   static QC_DSP_CONV_KERNEL void qc_dsp_conv_3px_##W##_packed(const qc_dsp_conv_params *P, const uint32_t *x,       \
                                                                int8_t *y) {                                        \
@@ -591,7 +599,7 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple_pac
   }                                                                                                                \
   static QC_DSP_CONV_KERNEL void qc_dsp_conv_2px_##W##_packed(const qc_dsp_conv_params *P, const uint32_t *x,       \
                                                                int8_t *y0, int8_t *y1) {                           \
-    qc_dsp_conv_pair(P, x, y0, y1, 2, 0, 0, QC_DSP_Q15_##W, 1);                                                    \
+    qc_dsp_conv_pair(P, x, y0, y1, 3, 0, 0, QC_DSP_Q15_##W, 1);                                                    \
   }
 #define QC_DSP_Q15_s8x2 0
 #define QC_DSP_Q15_q15x2 1

@@ -87,7 +87,8 @@ class ConvPixels:
     one or two as a pair (fn2), each call computing and requantizing every output channel of its pixels; qc_xq
     holds xq_words of widened inputs; window_length: the gathered window's length (whole groups of 4); packed: the
     weights are a dsp_packed array (the starts and requantization pairs inside; fn3 takes the first pixel's
-    output only, the others following it)."""
+    output only, the others following it), the sums doubled (the q15 weights, or double_inputs: the widened
+    inputs)."""
 
     fn3: str
     fn2: str
@@ -101,6 +102,7 @@ class ConvPixels:
     xq_words: int
     window_length: int
     packed: bool
+    double_inputs: bool
 
 
 @dataclass(frozen=True)
@@ -213,9 +215,11 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
     starts = layouts.row_starts(c.weight_rows(), c.bias_per_row(), c.izp)
     packed = rq in ("double_n", "double_n_pc")
     if packed:  # one pointer over the starts, weights and pairs (qc_dsp_conv_3px_<w>_packed)
-        words = getattr(layouts, f"dsp_{w}")(c.weight_rows())
+        # the sums doubled (qc_dsp_rq8 mode 3: no ADD per output): the int16 weights (q15) or else the widened
+        # inputs; mode 2 bounds |start| + the products by 2^30, so the doubled sums stay within int32
+        words = layouts.dsp_q15x2(2 * c.weight_rows()) if q15 else layouts.dsp_s8x2(c.weight_rows())
         arrays = {"weights": step_array(names, f"dsp_{w}_packed",  # (by value: the weights with their starts)
-                                        layouts.dsp_packed(words, starts, _rq_pairs(c.rq, mode)))}
+                                        layouts.dsp_packed(words, 2 * starts, _rq_pairs(c.rq, mode)))}
         unread = {1, 2}
         fn3, fn2 = f"qc_dsp_conv_3px_{w}_packed", f"qc_dsp_conv_2px_{w}_packed"
     else:
@@ -229,7 +233,8 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
         fn3, fn2 = f"qc_dsp_conv_3px_{w}_{rq}{fixed}", f"qc_dsp_conv_2px_{w}_{rq}"
     triples = c.pixels // 3 * 3
     params = ConvPixels(fn3 if triples else "", fn2, c.pixels, triples, c.rows, groups, 2 * c.rq.output_zp + 1,
-                        c.rq.lo, c.rq.hi, groups * (6 if c.pixels >= 3 else 4), _window_length(c), packed)
+                        c.rq.lo, c.rq.hi, groups * (6 if c.pixels >= 3 else 4), _window_length(c), packed,
+                        packed and not q15)
     return KernelChoice(params.fn3 or params.fn2, reason, f"dsp_{w}" + ("_packed" if packed else ""), "conv_px",
                         arrays, params, frozenset(unread), step_constants=False,
                         window_length=params.window_length, files=CONV_FILES)
