@@ -12,6 +12,8 @@
  * Names: qc_dsp_<op>_<variant>_<weights>[_<requantization>]:
  *   dot_s8, dot_4rows_{s8,s8x4,q15}, dot_2x2_{s8x2,q15x2}  sums of int8 products (no requantization);
  *   conv_{2px,3px}_<w>_<rq>[_g<n>]   every output channel of 2 or 3 output pixels, requantized to int8 inside;
+ *   conv_{2px,3px}_<w>_packed        the same for mode 2 without the clamp on doubled sums, the starts and
+ *                                     requantization pairs inside the weights (dsp_packed; 3px: one asm loop);
  *   dw_s8_<rq>[_c4|_pair], dw_s32[_c4] depthwise convolution pixels, requantized to int8 or as int32 sums (_c4:
  *                                     channel counts that are multiples of 4; _pair: two pixels of a 3x3 window
  *                                     over a table of their columns);

@@ -5,7 +5,9 @@ int8 x int8 convolutions with weight zero point 0:
 - CONV2D over 2+ output pixels with rows of 4..2048 elements: the pixels in pairs (qc_dsp_dot_2x2_*: each weight
   word SXTB16-unpacked once for both), or, when every output is int8 of an exact 32-bit requantization and the sums
   cannot overflow from their start, in triples with the requantization inside the kernel (qc_dsp_conv_3px_* and
-  qc_dsp_conv_2px_* for the last one or two pixels; rows of at most 10 groups of 4 elements fully unrolled, _g<n>);
+  qc_dsp_conv_2px_* for the last one or two pixels; rows of at most 10 groups of 4 elements fully unrolled, _g<n>;
+  the double rounding of accumulators below 2^30 without a clamp: qc_dsp_conv_{3px,2px}_<w>_packed on doubled
+  sums, one asm loop over all the rows with the starts and requantization pairs inside the weights, dsp_packed);
 - one output pixel (fully connected): 4 weight rows per input word (qc_dsp_dot_4rows_*), the input widened once;
 - DEPTHWISE_CONV2D (multiplier 1, constant weights and bias): blocks of 4 channels in registers over the taps,
   one call per run of interior pixels of an output row (qc_dsp_dw_*), requantized inside for int8 outputs.
