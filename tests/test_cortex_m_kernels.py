@@ -179,7 +179,7 @@ def _packed_cases(prog: Program, rng: np.random.Generator) -> None:
         # the sums doubled: the inputs as they are widened (s8x2) or the int16 weights (q15x2)
         for name, words, dbl in (("s8x2", layouts.dsp_s8x2(w.astype(I32)), 1),
                                  ("q15x2", layouts.dsp_q15x2(2 * w.astype(I32)), 0)):
-            wq = prog.array("int32_t", layouts.dsp_packed(words, 2 * starts, pairs))
+            wq = prog.array("int32_t", layouts.dsp_packed(words, 2 * starts, pairs, 2 * zp + 1))
             params = (f"  const qc_dsp_conv_params P = {{{wq}, NULL, NULL, {rows}, {groups}, {2 * zp + 1}, -128, 127, "
                       "NULL, NULL, NULL};\n")
             triple = "".join(_widen(f"{xs} + {j * k}", k, str(2 * j), 6, dbl) for j in range(3))

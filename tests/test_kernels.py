@@ -77,8 +77,10 @@ def test_conv_choices_and_reasons():
     assert c.form == "conv_px" and c.kernel == "qc_dsp_conv_3px_s8x2_packed" and c.params.double_inputs
     assert set(c.arrays) == {"weights"} and c.unread == {1, 2} and c.params.triples == 6 and "pixels" in c.reason
     starts = 2 * (np.arange(6) * 100 + 128 * w.reshape(6, 16).astype(np.int64).sum(axis=1))  # (izp -128)
-    block = c.arrays["weights"].values[:2 + 8 + 4].tolist()  # the first pair of rows: 2 starts, 4 groups, 2 pairs
-    assert block[:2] == starts[:2].tolist() and block[10:] == [1 << 30, 38 - 32] * 2
+    block = c.arrays["weights"].values[:2 + 8 + 6].tolist()  # the first pair of rows: 2 starts, 4 groups, 2 x 3
+    assert block[:2] == starts[:2].tolist() and block[10:] == [1 << 30, 38 - 32, c.params.zp2p1 << 6] * 2
+    wide_c = _choice(_conv("CONV2D", w=w, bias=np.arange(6) * 100, shifts=(62,), **px))  # |zp2p1| << 30 >= 2^30
+    assert wide_c.kernel == "qc_dsp_conv_3px_s8x2_double_n_g4" and set(wide_c.arrays) == {"weights", "rq", "base"}
     single = _choice(_conv("CONV2D", w=w, bias=np.arange(6) * 100, rounding="single_round", **px))
     assert single.kernel == "qc_dsp_conv_3px_s8x2_single_g4" and set(single.arrays) == {"weights", "rq", "base"}
     big = _choice(_conv("CONV2D", w=_w(rng, 6, 1, 1, 16), bias=np.full(6, 1 << 30), shifts=(40,), **px))

@@ -359,8 +359,8 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_pair(const
       }
     }
     (void)t, (void)u, (void)te, (void)ue, (void)ye, (void)yo;
-    const int32_t *r0 = packed ? wq : pc ? rq + 2 * oc : rq, *r1 = packed || pc ? r0 + 2 : rq;
-    wq += packed ? 4 : 0;
+    const int32_t *r0 = packed ? wq : pc ? rq + 2 * oc : rq, *r1 = packed ? r0 + 3 : pc ? r0 + 2 : rq;
+    wq += packed ? 6 : 0;  /* (packed: {m, s, c} per row, c unread here) */
     y0[oc] = qc_dsp_rq8(s0, r0, zp2p1, lo, hi, mode, clamp);
     y0[oc + 1] = qc_dsp_rq8(s1, r1, zp2p1, lo, hi, mode, clamp);
     if (y1) {
@@ -499,15 +499,25 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
 /* Every output channel (rows even) of three output pixels whose outputs are contiguous (y, y + rows,
    y + 2 rows), mode 2 without the clamp on doubled sums (qc_dsp_rq8 mode 3: the starts, and the inputs (s8x2) or
    the int16 weights (q15x2), doubled at generation time or as the inputs are widened), over a dsp_packed array
-   (per pair of rows: their starts, their words, their requantization pairs): one asm statement for all the rows,
+   (per pair of rows: their starts, their words, their requantization {m, s, c}): one asm statement for all the rows,
    so that nothing is spilled or reloaded around the groups (the C loop of qc_dsp_conv_triple moved its 6
    accumulators, pointers and count through the stack per pair of rows: ~40 instructions per 24 x groups MACs).
    Per pair of rows: LDRD of the starts, 4 MOV, the groups in passes of 8 (the first pass entered at the first of
    groups % 8 by a load of the PC: no remainder loop), 3 per pass for its end (x against x + 6 groups words),
-   then the 6 outputs of QC_DSP_RQN_OUT (6 instructions each) with the pairs by LDRD from the same pointer (y,
-   rows and zp loaded into the group temporaries; stores at y, y + rows, y + 2 rows by register offsets) and 5 for
-   y and the loop: 6 + 1 + 20 groups + 3 passes + 44 instructions per 24 groups MACs (q15: 17 per group).
+   then the 6 outputs of QC_DSP_RQC_OUT (5 instructions each) with each row's {m, s, c} by LDRD and LDR from the
+   same pointer (y and rows loaded into the group temporaries; stores at y, y + rows, y + 2 rows by register
+   offsets) and 5 for y and the loop: 6 + 1 + 20 groups + 3 passes + 42 instructions per 24 groups MACs (q15: 17
+   per group).
    GB: the bytes of one group's text (every instruction 32-bit), checked by the assembler. */
+/* The int8 output of doubled accumulator a (mode 3) at addr, with the row's {m, s, c} in t, u, xe: SMMLAR adds
+   c = zp2p1 << s to SMMULR(a, m) (exactly: |c| < 2^30, checked at generation time, and |SMMULR| <= 2^30), which
+   is adding zp2p1 after the ASR by s (c a multiple of 2^s): the ADD of the zero point saved; then SSAT halves. */
+#define QC_DSP_RQC_OUT(a, addr)                                                                                     \
+  "smmlar %[x], %[" a "], %[t], %[xe]\n\t"                                                                        \
+  "add %[" a "], %[x], %[" a "], asr #31\n\t"                                                                     \
+  "asr %[" a "], %[" a "], %[u]\n\t"                                                                              \
+  "ssat %[" a "], #8, %[" a "], asr #1\n\t"                                                                       \
+  "strb %[" a "], " addr "\n\t"
 #define QC_DSP_3PX_PACKED_LOOP(GROUP, GB)                                                                            \
   __asm__ volatile("adr.w %[t], 2f\n\t"                                                                            \
                    "ldr %[u], %[skip]\n\t"                                                                         \
@@ -531,16 +541,17 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
                    "bne 2b\n\t"                                                                                    \
                    "ldr %[te], %[y]\n\t"                                                                           \
                    "ldr %[ue], %[rs]\n\t"                                                                          \
-                   "ldr %[xe], %[zp]\n\t"                                                                          \
                    "ldrd %[t], %[u], [%[w]], #8\n\t"                                                              \
-                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL, "s0", "x", "t", "u", "xe", "[%[te]]")                           \
-                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL, "s2", "x", "t", "u", "xe", "[%[te], %[ue]]")                    \
-                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL, "s4", "x", "t", "u", "xe", "[%[te], %[ue], lsl #1]")            \
+                   "ldr %[xe], [%[w]], #4\n\t"                                                                     \
+                   QC_DSP_RQC_OUT("s0", "[%[te]]")                                                                 \
+                   QC_DSP_RQC_OUT("s2", "[%[te], %[ue]]")                                                          \
+                   QC_DSP_RQC_OUT("s4", "[%[te], %[ue], lsl #1]")                                                  \
                    "ldrd %[t], %[u], [%[w]], #8\n\t"                                                              \
+                   "ldr %[xe], [%[w]], #4\n\t"                                                                     \
                    "add %[te], %[te], #1\n\t"                                                                      \
-                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL, "s1", "x", "t", "u", "xe", "[%[te]]")                           \
-                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL, "s3", "x", "t", "u", "xe", "[%[te], %[ue]]")                    \
-                   QC_DSP_RQN_OUT(QC_DSP_RQN_MUL, "s5", "x", "t", "u", "xe", "[%[te], %[ue], lsl #1]")            \
+                   QC_DSP_RQC_OUT("s1", "[%[te]]")                                                                 \
+                   QC_DSP_RQC_OUT("s3", "[%[te], %[ue]]")                                                          \
+                   QC_DSP_RQC_OUT("s5", "[%[te], %[ue], lsl #1]")                                                  \
                    "add %[te], %[te], #1\n\t"                                                                      \
                    "str %[te], %[y]\n\t"                                                                           \
                    "ldr %[xo], %[yend]\n\t"                                                                        \
@@ -549,14 +560,13 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
                    : [s0] "=&r"(s0), [s1] "=&r"(s1), [s2] "=&r"(s2), [s3] "=&r"(s3), [s4] "=&r"(s4),               \
                      [s5] "=&r"(s5), [x] "=&r"(xq), [w] "+r"(wq), [t] "=&r"(t), [u] "=&r"(u), [te] "=&r"(te),      \
                      [ue] "=&r"(ue), [xe] "=&r"(xe), [xo] "=&r"(xo), [y] "+m"(y), [entry] "=m"(entry)              \
-                   : [xs] "m"(x), [xend] "m"(xend), [skip] "m"(skip), [rs] "m"(rows), [zp] "m"(zp2p1),             \
-                     [yend] "m"(yend)                                                                              \
+                   : [xs] "m"(x), [xend] "m"(xend), [skip] "m"(skip), [rs] "m"(rows), [yend] "m"(yend)             \
                    : "memory", "cc")
 
 static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple_packed(const qc_dsp_conv_params *P,
     const uint32_t *x, int8_t *y, int q15) {
   const int32_t *wq = P->q;
-  const int32_t rows = P->rows, zp2p1 = P->zp2p1, skip = -P->groups & 7;
+  const int32_t rows = P->rows, skip = -P->groups & 7;
   const uint32_t *xend = x + 6 * P->groups;
   const int8_t *yend = y + rows;
   uint32_t entry;

@@ -215,18 +215,20 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
     rq = _rq_name(c.rq, mode)
     groups = (c.k + 3) // 4
     starts = layouts.row_starts(c.weight_rows(), c.bias_per_row(), c.izp)
-    packed = rq in ("double_n", "double_n_pc")
+    pairs, zp2p1 = _rq_pairs(c.rq, mode), 2 * c.rq.output_zp + 1
+    # qc_dsp_conv_3px_*_packed adds c = zp2p1 << s inside SMMLAR: exact while |c| < 2^30
+    packed = rq in ("double_n", "double_n_pc") and abs(zp2p1) << int(pairs[:, 1].max()) < 2 ** 30
     if packed:  # one pointer over the starts, weights and pairs (qc_dsp_conv_3px_<w>_packed)
         # the sums doubled (qc_dsp_rq8 mode 3: no ADD per output): the int16 weights (q15) or else the widened
         # inputs; mode 2 bounds |start| + the products by 2^30, so the doubled sums stay within int32
         words = layouts.dsp_q15x2(2 * c.weight_rows()) if q15 else layouts.dsp_s8x2(c.weight_rows())
         arrays = {"weights": step_array(names, f"dsp_{w}_packed",  # (by value: the weights with their starts)
-                                        layouts.dsp_packed(words, 2 * starts, _rq_pairs(c.rq, mode)))}
+                                        layouts.dsp_packed(words, 2 * starts, pairs, zp2p1))}
         unread = {1, 2}
         fn3, fn2 = f"qc_dsp_conv_3px_{w}_packed", f"qc_dsp_conv_2px_{w}_packed"
     else:
         arrays = {"weights": _weights(c, names, f"dsp_{w}"),
-                  "rq": step_array(names, f"rq{mode}", _rq_pairs(c.rq, mode)), **exception_const_arrays(c.rq, names)}
+                  "rq": step_array(names, f"rq{mode}", pairs), **exception_const_arrays(c.rq, names)}
         unread = {1}
         if c.izp != 0 or not c.bias_per_channel:
             arrays["base"] = step_array(names, "base", starts)
@@ -234,7 +236,7 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
         fixed = f"_g{groups}" if groups <= FIXED_GROUPS else ""
         fn3, fn2 = f"qc_dsp_conv_3px_{w}_{rq}{fixed}", f"qc_dsp_conv_2px_{w}_{rq}"
     triples = c.pixels // 3 * 3
-    params = ConvPixels(fn3 if triples else "", fn2, c.pixels, triples, c.rows, groups, 2 * c.rq.output_zp + 1,
+    params = ConvPixels(fn3 if triples else "", fn2, c.pixels, triples, c.rows, groups, zp2p1,
                         c.rq.lo, c.rq.hi, groups * (6 if c.pixels >= 3 else 4), _window_length(c), packed,
                         packed and not q15)
     return KernelChoice(params.fn3 or params.fn2, reason, f"dsp_{w}" + ("_packed" if packed else ""), "conv_px",

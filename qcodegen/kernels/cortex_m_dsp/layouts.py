@@ -98,12 +98,13 @@ def dsp_dw_q15_base(taps: np.ndarray, bias: np.ndarray, izp: int, scale: int = 1
     return np.concatenate([np.concatenate([starts, words], axis=1).reshape(-1), base[groups * 4:]]).astype(np.int32)
 
 
-def dsp_packed(words: np.ndarray, starts: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+def dsp_packed(words: np.ndarray, starts: np.ndarray, pairs: np.ndarray, zp2p1: int) -> np.ndarray:
     """A dsp_s8x2 or dsp_q15x2 array (`words`) with, per pair of rows, the rows' sums' starts before their words
-    and their requantization pairs {multiplier, shift} after them (pairs: [rows, 2], or [1, 2] for all rows), so
-    that the kernel walks one pointer over all its constants (qc_dsp_conv_3px_*_packed: LDRD of the starts, the
-    groups, LDRD of each row's pair)."""
+    and after them each row's requantization {multiplier m, shift s, c = zp2p1 << s} (pairs: {m, s} of each row,
+    [rows, 2], or [1, 2] for all rows), so that the kernel walks one pointer over all its constants
+    (qc_dsp_conv_3px_*_packed: LDRD of the starts, the groups, LDRD and LDR of each row's three)."""
     rows = starts.shape[0]
     per_pair = words.reshape(rows // 2, -1)
-    pairs = np.broadcast_to(pairs, (rows, 2)).reshape(rows // 2, 4)
-    return np.concatenate([starts.reshape(rows // 2, 2), per_pair, pairs], axis=1).reshape(-1).astype(np.int32)
+    pairs = np.broadcast_to(pairs, (rows, 2)).astype(np.int64)
+    rq = np.concatenate([pairs, zp2p1 << pairs[:, 1:]], axis=1).reshape(rows // 2, 6)
+    return np.concatenate([starts.reshape(rows // 2, 2), per_pair, rq], axis=1).reshape(-1).astype(np.int32)
