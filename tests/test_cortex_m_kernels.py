@@ -159,7 +159,7 @@ def _conv_cases(prog: Program, rng: np.random.Generator) -> None:
 
 
 def _packed_cases(prog: Program, rng: np.random.Generator) -> None:
-    """qc_dsp_conv_{3px,2px}_*_packed over dsp_packed arrays (mode 2 without the clamp), per tensor and per channel,
+    """qc_dsp_conv_{3px,2px,1px}_*_packed over dsp_packed arrays (mode 2 without the clamp), per tensor and per channel,
     rows of 1 .. 16 groups: the first pass of 8 groups entered at every remainder (groups % 8 = 1, 2, 0, 2, 5, 0)."""
     for i, k in enumerate((3, 8, 32, 40, 49, 64)):
         pc, rows, izp, zp = i % 2, 6, int(rng.integers(-128, 128)), int(rng.integers(-128, 128))
@@ -187,10 +187,10 @@ def _packed_cases(prog: Program, rng: np.random.Generator) -> None:
                        f"  qc_dsp_conv_3px_{name}_packed(&P, qc_xq, y);", "y", expected)
             pair = _widen(xs, k, "0", 4, dbl) + _widen(f"{xs} + {k}", k, "2", 4, dbl)
             prog.check(f"{params}  uint32_t qc_xq[{4 * groups}];\n{pair}  int8_t y[{2 * rows}];\n"
-                       f"  qc_dsp_conv_2px_{name}_packed(&P, qc_xq, y, y + {rows});", "y", expected[:2])
-            one = _widen(f"{xs} + {2 * k}", k, "0", 4, dbl) + _widen(f"{xs} + {2 * k}", k, "2", 4, dbl)
-            prog.check(f"{params}  uint32_t qc_xq[{4 * groups}];\n{one}  int8_t y[{rows}];\n"
-                       f"  qc_dsp_conv_2px_{name}_packed(&P, qc_xq, y, NULL);", "y", expected[2])
+                       f"  qc_dsp_conv_2px_{name}_packed(&P, qc_xq, y);", "y", expected[:2])
+            one = _widen(f"{xs} + {2 * k}", k, "0", 2, dbl)
+            prog.check(f"{params}  uint32_t qc_xq[{2 * groups}];\n{one}  int8_t y[{rows}];\n"
+                       f"  qc_dsp_conv_1px_{name}_packed(&P, qc_xq, y);", "y", expected[2])
 
 
 def _dw_cases(prog: Program, rng: np.random.Generator) -> None:

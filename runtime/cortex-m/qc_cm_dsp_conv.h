@@ -330,13 +330,11 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_except(con
    halves of x): per pair of rows the 2 x 2 sums of QC_DSP_DOT2X2_GROUP (q15: _Q15_GROUP), started at base, each
    requantized by qc_dsp_rq8. */
 static inline __attribute__((always_inline, unused)) void qc_dsp_conv_pair(const qc_dsp_conv_params *P,
-    const uint32_t *x,     int8_t *y0, int8_t *y1, int mode, int pc, int clamp, int q15, int packed) {
+    const uint32_t *x,     int8_t *y0, int8_t *y1, int mode, int pc, int clamp, int q15) {
   const int32_t rows = P->rows, groups = P->groups, zp2p1 = P->zp2p1, lo = P->lo, hi = P->hi;
   const int32_t *wq = P->q, *base = P->base, *rq = P->rq;
   for (int32_t oc = 0; oc < rows; oc += 2) {
-    const int32_t *start = packed ? wq : base + oc;  /* (packed: the rows' starts before their words, pairs after) */
-    wq += packed ? 2 : 0;
-    int32_t s0 = start[0], s1 = start[1], s2 = s0, s3 = s1;
+    int32_t s0 = base[oc], s1 = base[oc + 1], s2 = s0, s3 = s1;
     const uint32_t *xq = x;
     uint32_t t, u, te, ue, xe, xo, ye, yo;
     int32_t g = 0;
@@ -359,8 +357,7 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_pair(const
       }
     }
     (void)t, (void)u, (void)te, (void)ue, (void)ye, (void)yo;
-    const int32_t *r0 = packed ? wq : pc ? rq + 2 * oc : rq, *r1 = packed ? r0 + 3 : pc ? r0 + 2 : rq;
-    wq += packed ? 6 : 0;  /* (packed: {m, s, c} per row, c unread here) */
+    const int32_t *r0 = pc ? rq + 2 * oc : rq, *r1 = pc ? r0 + 2 : rq;
     y0[oc] = qc_dsp_rq8(s0, r0, zp2p1, lo, hi, mode, clamp);
     y0[oc + 1] = qc_dsp_rq8(s1, r1, zp2p1, lo, hi, mode, clamp);
     if (y1) {
@@ -378,22 +375,27 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_pair(const
 /* One group of 4 elements of 3 pixels x 2 rows (qc_dsp_conv_triple), as asm text: the two rows' int8 words
    (dsp_s8x2, LDRD) unpacked by SXTB16 (and of their rotation), or (q15) their int16 pairs (dsp_q15x2: row 0's two
    words, then row 1's); then per pixel LDRD of its input pairs and 4 SMLAD into s[2j], s[2j + 1]. */
-#define QC_DSP_3X2_S8                                                                                               \
+#define QC_DSP_3X2_S8 QC_DSP_NX2_S8(QC_DSP_3X2_PIXELS)
+#define QC_DSP_3X2_Q15 QC_DSP_NX2_Q15(QC_DSP_3X2_PIXELS)
+/* The same for the pixels PX (QC_DSP_3X2_PIXEL of each). */
+#define QC_DSP_NX2_S8(PX)                                                                                           \
   "ldrd %[t], %[u], [%[w]], #8\n\t"                                                                               \
   "sxtb16 %[te], %[t]\n\t"                                                                                        \
   "sxtb16 %[t], %[t], ror #8\n\t"                                                                                 \
   "sxtb16 %[ue], %[u]\n\t"                                                                                        \
-  "sxtb16 %[u], %[u], ror #8\n\t" QC_DSP_3X2_PIXELS
-#define QC_DSP_3X2_Q15                                                                                              \
+  "sxtb16 %[u], %[u], ror #8\n\t" PX
+#define QC_DSP_NX2_Q15(PX)                                                                                          \
   "ldrd %[te], %[t], [%[w]], #8\n\t"                                                                              \
-  "ldrd %[ue], %[u], [%[w]], #8\n\t" QC_DSP_3X2_PIXELS
+  "ldrd %[ue], %[u], [%[w]], #8\n\t" PX
 #define QC_DSP_3X2_PIXEL(a, b)                                                                                      \
   "ldrd %[xe], %[xo], [%[x]], #8\n\t"                                                                             \
   "smlad %[" a "], %[xe], %[te], %[" a "]\n\t"                                                                    \
   "smlad %[" a "], %[xo], %[t], %[" a "]\n\t"                                                                     \
   "smlad %[" b "], %[xe], %[ue], %[" b "]\n\t"                                                                    \
   "smlad %[" b "], %[xo], %[u], %[" b "]\n\t"
-#define QC_DSP_3X2_PIXELS QC_DSP_3X2_PIXEL("s0", "s1") QC_DSP_3X2_PIXEL("s2", "s3") QC_DSP_3X2_PIXEL("s4", "s5")
+#define QC_DSP_1X2_PIXELS QC_DSP_3X2_PIXEL("s0", "s1")
+#define QC_DSP_2X2_PIXELS QC_DSP_1X2_PIXELS QC_DSP_3X2_PIXEL("s2", "s3")
+#define QC_DSP_3X2_PIXELS QC_DSP_2X2_PIXELS QC_DSP_3X2_PIXEL("s4", "s5")
 /* All 14 allocatable registers (r0-r12, lr): the loop count lives in memory (cnt), decremented through t. */
 #define QC_DSP_3X2_OPERANDS                                                                                         \
   : [s0] "+r"(s0), [s1] "+r"(s1), [s2] "+r"(s2), [s3] "+r"(s3), [s4] "+r"(s4), [s5] "+r"(s5), [x] "+r"(xq),           \
@@ -496,19 +498,19 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
   }
 }
 
-/* Every output channel (rows even) of three output pixels whose outputs are contiguous (y, y + rows,
+/* Every output channel (rows even) of n = 1, 2 or 3 output pixels whose outputs are contiguous (y, y + rows,
    y + 2 rows), mode 2 without the clamp on doubled sums (qc_dsp_rq8 mode 3: the starts, and the inputs (s8x2) or
    the int16 weights (q15x2), doubled at generation time or as the inputs are widened), over a dsp_packed array
-   (per pair of rows: their starts, their words, their requantization {m, s, c}): one asm statement for all the rows,
-   so that nothing is spilled or reloaded around the groups (the C loop of qc_dsp_conv_triple moved its 6
+   (per pair of rows: their starts, their words, their requantization {m, s, c}): one asm statement for all the
+   rows, so that nothing is spilled or reloaded around the groups (the C loop of qc_dsp_conv_triple moved its 6
    accumulators, pointers and count through the stack per pair of rows: ~40 instructions per 24 x groups MACs).
-   Per pair of rows: LDRD of the starts, 4 MOV, the groups in passes of 8 (the first pass entered at the first of
-   groups % 8 by a load of the PC: no remainder loop), 3 per pass for its end (x against x + 6 groups words),
-   then the 6 outputs of QC_DSP_RQC_OUT (5 instructions each) with each row's {m, s, c} by LDRD and LDR from the
-   same pointer (y and rows loaded into the group temporaries; stores at y, y + rows, y + 2 rows by register
-   offsets) and 5 for y and the loop: 6 + 1 + 20 groups + 3 passes + 42 instructions per 24 groups MACs (q15: 17
-   per group).
-   GB: the bytes of one group's text (every instruction 32-bit), checked by the assembler. */
+   Per pair of rows: LDRD of the starts, 2 (n - 1) MOV, the groups in passes of 8 (the first pass entered at the
+   first of groups % 8 by a load of the PC: no remainder loop), 3 per pass for its end (x against x + 2 n groups
+   words), then the 2 n outputs of QC_DSP_RQC_OUT (5 instructions each) with each row's {m, s, c} by LDRD and LDR
+   from the same pointer (y and rows loaded into the group temporaries; stores at y, y + rows, y + 2 rows by
+   register offsets) and 5 for y and the loop: for three pixels 6 + 1 + 20 groups + 3 passes + 42 instructions per
+   24 groups MACs (q15: 17 per group). GB: the bytes of one group's text (every instruction 32-bit), checked by the
+   assembler; MOVS, ROW0, ROW1: the text of the starts' copies and of the outputs of each row. */
 /* The int8 output of doubled accumulator a (mode 3) at addr, with the row's {m, s, c} in t, u, xe: SMMLAR adds
    c = zp2p1 << s to SMMULR(a, m) (exactly: |c| < 2^30, checked at generation time, and |SMMULR| <= 2^30), which
    is adding zp2p1 after the ASR by s (c a multiple of 2^s): the ADD of the zero point saved; then SSAT halves. */
@@ -518,7 +520,7 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
   "asr %[" a "], %[" a "], %[u]\n\t"                                                                              \
   "ssat %[" a "], #8, %[" a "], asr #1\n\t"                                                                       \
   "strb %[" a "], " addr "\n\t"
-#define QC_DSP_3PX_PACKED_LOOP(GROUP, GB)                                                                            \
+#define QC_DSP_PACKED_LOOP(GROUP, GB, MOVS, ROW0, ROW1)                                                              \
   __asm__ volatile("adr.w %[t], 2f\n\t"                                                                            \
                    "ldr %[u], %[skip]\n\t"                                                                         \
                    "mov %[te], #" #GB "\n\t"                                                                       \
@@ -527,11 +529,7 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
                    "str %[t], %[entry]\n"                                                                          \
                    "1:\n\t"                                                                                        \
                    "ldrd %[s0], %[s1], [%[w]], #8\n\t"                                                            \
-                   "ldr %[x], %[xs]\n\t"                                                                           \
-                   "mov %[s2], %[s0]\n\t"                                                                          \
-                   "mov %[s4], %[s0]\n\t"                                                                          \
-                   "mov %[s3], %[s1]\n\t"                                                                          \
-                   "mov %[s5], %[s1]\n\t"                                                                          \
+                   "ldr %[x], %[xs]\n\t" MOVS                                                                      \
                    "ldr pc, %[entry]\n"                                                                            \
                    "2:\n\t" GROUP "3:\n\t"                                                                         \
                    ".ifne (3b - 2b) - " #GB "\n\t.error \"qc_cm_dsp_conv.h: a group is not " #GB " bytes\"\n\t.endif\n\t" \
@@ -542,16 +540,10 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
                    "ldr %[te], %[y]\n\t"                                                                           \
                    "ldr %[ue], %[rs]\n\t"                                                                          \
                    "ldrd %[t], %[u], [%[w]], #8\n\t"                                                              \
-                   "ldr %[xe], [%[w]], #4\n\t"                                                                     \
-                   QC_DSP_RQC_OUT("s0", "[%[te]]")                                                                 \
-                   QC_DSP_RQC_OUT("s2", "[%[te], %[ue]]")                                                          \
-                   QC_DSP_RQC_OUT("s4", "[%[te], %[ue], lsl #1]")                                                  \
+                   "ldr %[xe], [%[w]], #4\n\t" ROW0                                                                \
                    "ldrd %[t], %[u], [%[w]], #8\n\t"                                                              \
                    "ldr %[xe], [%[w]], #4\n\t"                                                                     \
-                   "add %[te], %[te], #1\n\t"                                                                      \
-                   QC_DSP_RQC_OUT("s1", "[%[te]]")                                                                 \
-                   QC_DSP_RQC_OUT("s3", "[%[te], %[ue]]")                                                          \
-                   QC_DSP_RQC_OUT("s5", "[%[te], %[ue], lsl #1]")                                                  \
+                   "add %[te], %[te], #1\n\t" ROW1                                                                 \
                    "add %[te], %[te], #1\n\t"                                                                      \
                    "str %[te], %[y]\n\t"                                                                           \
                    "ldr %[xo], %[yend]\n\t"                                                                        \
@@ -562,29 +554,59 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
                      [ue] "=&r"(ue), [xe] "=&r"(xe), [xo] "=&r"(xo), [y] "+m"(y), [entry] "=m"(entry)              \
                    : [xs] "m"(x), [xend] "m"(xend), [skip] "m"(skip), [rs] "m"(rows), [yend] "m"(yend)             \
                    : "memory", "cc")
+/* The outputs of row 0 (accumulators s0, s2, s4) and row 1 (s1, s3, s5) of 1, 2 or 3 pixels. */
+#define QC_DSP_RQC_OUTS1(a) QC_DSP_RQC_OUT(a, "[%[te]]")
+#define QC_DSP_RQC_OUTS2(a, b) QC_DSP_RQC_OUTS1(a) QC_DSP_RQC_OUT(b, "[%[te], %[ue]]")
+#define QC_DSP_RQC_OUTS3(a, b, c) QC_DSP_RQC_OUTS2(a, b) QC_DSP_RQC_OUT(c, "[%[te], %[ue], lsl #1]")
+#define QC_DSP_PACKED_NPX(n, q15)                                                                                  \
+  do {                                                                                                              \
+    if (n == 1) {                                                                                                   \
+      if (q15) {                                                                                                    \
+        QC_DSP_PACKED_LOOP(QC_DSP_NX2_Q15(QC_DSP_1X2_PIXELS), 28, "", QC_DSP_RQC_OUTS1("s0"), QC_DSP_RQC_OUTS1("s1")); \
+      } else {                                                                                                      \
+        QC_DSP_PACKED_LOOP(QC_DSP_NX2_S8(QC_DSP_1X2_PIXELS), 40, "", QC_DSP_RQC_OUTS1("s0"), QC_DSP_RQC_OUTS1("s1")); \
+      }                                                                                                             \
+    } else if (n == 2) {                                                                                            \
+      if (q15) {                                                                                                    \
+        QC_DSP_PACKED_LOOP(QC_DSP_NX2_Q15(QC_DSP_2X2_PIXELS), 48, QC_DSP_MOVS2, QC_DSP_RQC_OUTS2("s0", "s2"),          \
+                           QC_DSP_RQC_OUTS2("s1", "s3"));                                                          \
+      } else {                                                                                                      \
+        QC_DSP_PACKED_LOOP(QC_DSP_NX2_S8(QC_DSP_2X2_PIXELS), 60, QC_DSP_MOVS2, QC_DSP_RQC_OUTS2("s0", "s2"),           \
+                           QC_DSP_RQC_OUTS2("s1", "s3"));                                                          \
+      }                                                                                                             \
+    } else if (q15) {                                                                                               \
+      QC_DSP_PACKED_LOOP(QC_DSP_3X2_Q15, 68, QC_DSP_MOVS3, QC_DSP_RQC_OUTS3("s0", "s2", "s4"),                      \
+                         QC_DSP_RQC_OUTS3("s1", "s3", "s5"));                                                      \
+    } else {                                                                                                        \
+      QC_DSP_PACKED_LOOP(QC_DSP_3X2_S8, 80, QC_DSP_MOVS3, QC_DSP_RQC_OUTS3("s0", "s2", "s4"),                       \
+                         QC_DSP_RQC_OUTS3("s1", "s3", "s5"));                                                      \
+    }                                                                                                               \
+  } while (0)
+#define QC_DSP_MOVS2                                                                                                \
+  "mov %[s2], %[s0]\n\t"                                                                                          \
+  "mov %[s3], %[s1]\n\t"
+#define QC_DSP_MOVS3 QC_DSP_MOVS2                                                                                  \
+  "mov %[s4], %[s0]\n\t"                                                                                          \
+  "mov %[s5], %[s1]\n\t"
 
-static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple_packed(const qc_dsp_conv_params *P,
-    const uint32_t *x, int8_t *y, int q15) {
+static inline __attribute__((always_inline, unused)) void qc_dsp_conv_packed(const qc_dsp_conv_params *P,
+    const uint32_t *x, int8_t *y, int n, int q15) {
   const int32_t *wq = P->q;
   const int32_t rows = P->rows, skip = -P->groups & 7;
-  const uint32_t *xend = x + 6 * P->groups;
+  const uint32_t *xend = x + 2 * n * P->groups;
   const int8_t *yend = y + rows;
   uint32_t entry;
   int32_t s0, s1, s2, s3, s4, s5;
   const uint32_t *xq;
   uint32_t t, u, te, ue, xe, xo;
-  if (q15) {
-    QC_DSP_3PX_PACKED_LOOP(QC_DSP_3X2_Q15, 68);
-  } else {
-    QC_DSP_3PX_PACKED_LOOP(QC_DSP_3X2_S8, 80);
-  }
+  QC_DSP_PACKED_NPX(n, q15);
 }
 
 /* The variants: one function each (a step calls the one its constants need). */
 #define QC_DSP_CONV_DEFINE(RQ, MODE, PC, CLAMP, W)                                                                 \
   static QC_DSP_CONV_KERNEL void qc_dsp_conv_2px_##W##_##RQ(const qc_dsp_conv_params *P, const uint32_t *x,          \
                                                              int8_t *y0, int8_t *y1) {                             \
-    qc_dsp_conv_pair(P, x, y0, y1, MODE, PC, CLAMP, QC_DSP_Q15_##W, 0);                                               \
+    qc_dsp_conv_pair(P, x, y0, y1, MODE, PC, CLAMP, QC_DSP_Q15_##W);                                               \
   }                                                                                                                \
   static QC_DSP_CONV_KERNEL void qc_dsp_conv_3px_##W##_##RQ(const qc_dsp_conv_params *P, const uint32_t *x,          \
                                                              int8_t *y0, int8_t *y1, int8_t *y2) {                 \
@@ -600,16 +622,11 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple_pac
                                                                     int8_t *y0, int8_t *y1, int8_t *y2) {          \
     qc_dsp_conv_triple(P, x, y0, y1, y2, MODE, PC, CLAMP, QC_DSP_Q15_##W, G);                                      \
   }
-/* The dsp_packed kernels (mode 2 without the clamp, the sums doubled: qc_dsp_rq8 mode 3): three pixels, and two
-   (or one) by qc_dsp_conv_pair. */
-#define QC_DSP_CONV_PACKED_DEFINE(W)                                                                               \
-  static QC_DSP_CONV_KERNEL void qc_dsp_conv_3px_##W##_packed(const qc_dsp_conv_params *P, const uint32_t *x,       \
-                                                               int8_t *y) {                                        \
-    qc_dsp_conv_triple_packed(P, x, y, QC_DSP_Q15_##W);                                                            \
-  }                                                                                                                \
-  static QC_DSP_CONV_KERNEL void qc_dsp_conv_2px_##W##_packed(const qc_dsp_conv_params *P, const uint32_t *x,       \
-                                                               int8_t *y0, int8_t *y1) {                           \
-    qc_dsp_conv_pair(P, x, y0, y1, 3, 0, 0, QC_DSP_Q15_##W, 1);                                                    \
+/* The dsp_packed kernels (mode 2 without the clamp, the sums doubled: qc_dsp_rq8 mode 3) of 1, 2 and 3 pixels. */
+#define QC_DSP_CONV_PACKED_DEFINE(W, N)                                                                            \
+  static QC_DSP_CONV_KERNEL void qc_dsp_conv_##N##px_##W##_packed(const qc_dsp_conv_params *P, const uint32_t *x,   \
+                                                                   int8_t *y) {                                    \
+    qc_dsp_conv_packed(P, x, y, N, QC_DSP_Q15_##W);                                                                \
   }
 #define QC_DSP_Q15_s8x2 0
 #define QC_DSP_Q15_q15x2 1
@@ -617,7 +634,11 @@ QC_DSP_RQ_VARIANTS(QC_DSP_CONV_DEFINE, s8x2)
 QC_DSP_RQ_VARIANTS(QC_DSP_CONV_DEFINE, q15x2)
 QC_DSP_RQ_EXC_VARIANTS(QC_DSP_CONV_DEFINE, s8x2)
 QC_DSP_RQ_EXC_VARIANTS(QC_DSP_CONV_DEFINE, q15x2)
-QC_DSP_CONV_PACKED_DEFINE(s8x2)
-QC_DSP_CONV_PACKED_DEFINE(q15x2)
+QC_DSP_CONV_PACKED_DEFINE(s8x2, 1)
+QC_DSP_CONV_PACKED_DEFINE(s8x2, 2)
+QC_DSP_CONV_PACKED_DEFINE(s8x2, 3)
+QC_DSP_CONV_PACKED_DEFINE(q15x2, 1)
+QC_DSP_CONV_PACKED_DEFINE(q15x2, 2)
+QC_DSP_CONV_PACKED_DEFINE(q15x2, 3)
 
 #endif

@@ -7,7 +7,8 @@ int8 x int8 convolutions with weight zero point 0:
   cannot overflow from their start, in triples with the requantization inside the kernel (qc_dsp_conv_3px_* and
   qc_dsp_conv_2px_* for the last one or two pixels; rows of at most 10 groups of 4 elements fully unrolled, _g<n>;
   the double rounding of accumulators below 2^30 without a clamp: qc_dsp_conv_{3px,2px}_<w>_packed on doubled
-  sums, one asm loop over all the rows with the starts and requantization pairs inside the weights, dsp_packed);
+  sums, one asm loop over all the rows of 3, 2 or 1 pixels with the starts and requantization inside the weights,
+  dsp_packed);
 - one output pixel (fully connected): 4 weight rows per input word (qc_dsp_dot_4rows_*), the input widened once;
 - DEPTHWISE_CONV2D (multiplier 1, constant weights and bias): blocks of 4 channels in registers over the taps,
   one call per run of interior pixels of an output row (qc_dsp_dw_*), requantized inside for int8 outputs.
@@ -86,7 +87,8 @@ def _rq_pairs(rq: Requantization, mode: int) -> np.ndarray:
 @dataclass(frozen=True)
 class ConvPixels:
     """form "conv_px": the pixels in triples (fn3 for the first `triples` pixels, 0 when fewer than 3) and the last
-    one or two as a pair (fn2), each call computing and requantizing every output channel of its pixels; qc_xq
+    one or two as a pair (fn2; packed: the last one alone by fn1), each call computing and requantizing every
+    output channel of its pixels; qc_xq
     holds xq_words of widened inputs; window_length: the gathered window's length (whole groups of 4); packed: the
     weights are a dsp_packed array (the starts and requantization pairs inside; fn3 takes the first pixel's
     output only, the others following it), the sums doubled (the q15 weights, or double_inputs: the widened
@@ -94,6 +96,7 @@ class ConvPixels:
 
     fn3: str
     fn2: str
+    fn1: str
     pixels: int
     triples: int
     rows: int
@@ -225,7 +228,7 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
         arrays = {"weights": step_array(names, f"dsp_{w}_packed",  # (by value: the weights with their starts)
                                         layouts.dsp_packed(words, 2 * starts, pairs, zp2p1))}
         unread = {1, 2}
-        fn3, fn2 = f"qc_dsp_conv_3px_{w}_packed", f"qc_dsp_conv_2px_{w}_packed"
+        fn3, fn2, fn1 = (f"qc_dsp_conv_{n}px_{w}_packed" for n in (3, 2, 1))
     else:
         arrays = {"weights": _weights(c, names, f"dsp_{w}"),
                   "rq": step_array(names, f"rq{mode}", pairs), **exception_const_arrays(c.rq, names)}
@@ -234,9 +237,9 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
             arrays["base"] = step_array(names, "base", starts)
             unread.add(2)
         fixed = f"_g{groups}" if groups <= FIXED_GROUPS else ""
-        fn3, fn2 = f"qc_dsp_conv_3px_{w}_{rq}{fixed}", f"qc_dsp_conv_2px_{w}_{rq}"
+        fn3, fn2, fn1 = f"qc_dsp_conv_3px_{w}_{rq}{fixed}", f"qc_dsp_conv_2px_{w}_{rq}", ""
     triples = c.pixels // 3 * 3
-    params = ConvPixels(fn3 if triples else "", fn2, c.pixels, triples, c.rows, groups, zp2p1,
+    params = ConvPixels(fn3 if triples else "", fn2, fn1, c.pixels, triples, c.rows, groups, zp2p1,
                         c.rq.lo, c.rq.hi, groups * (6 if c.pixels >= 3 else 4), _window_length(c), packed,
                         packed and not q15)
     return KernelChoice(params.fn3 or params.fn2, reason, f"dsp_{w}" + ("_packed" if packed else ""), "conv_px",
