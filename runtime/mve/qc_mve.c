@@ -146,24 +146,35 @@ static inline __attribute__((always_inline)) void qc_mve_dw_part(const uintptr_t
   vstrbq_p_s8(y, out, p8);
 }
 
-/* The whole blocks of 16 channels (blocks > 0) of a pixel of 9 taps, tap t's inputs at tab[t] + b, outputs at y. */
-static inline __attribute__((always_inline)) void qc_mve_dw_pixel9(const uintptr_t *tab, uintptr_t b,
-    const int8_t *w, const int32_t *pr, int8_t *y, int32_t blocks, int dbl, int clamp) {
+/* The whole blocks of 16 channels (blocks > 0) of `count` pixels of 9 taps, tap t of pixel i reading at tab[t] + b +
+   i * (blocks * 16 + skip), outputs at y (the next pixel's at + blocks * 16): the 9 pointers are set once and walk
+   the blocks, a pixel's last block leaving them at the next pixel's first when skip is 0 (stride 1 over contiguous
+   pixels), else advanced by skip. */
+static inline __attribute__((always_inline)) void qc_mve_dw_pixels9(const uintptr_t *tab, uintptr_t b,
+    const int8_t *w0, const int32_t *pr0, int8_t *y, int32_t blocks, int32_t count, int32_t skip, int dbl,
+    int clamp) {
   uintptr_t t0 = tab[0] + b, t1 = tab[1] + b, t2 = tab[2] + b, t3 = tab[3] + b, t4 = tab[4] + b, t5 = tab[5] + b,
             t6 = tab[6] + b, t7 = tab[7] + b, t8 = tab[8] + b;
-  for (int32_t i = 0; i < blocks; ++i) {
-    int32x4_t a0, a1, a2, a3;
-    int8x16_t x, wv;
-    int16x8_t e, o;
-    QC_MVE_DW_TAPS9_A;
-    if (dbl && clamp) {
-      QC_MVE_DW_TAPS9_B(1, 1);
-    } else if (dbl) {
-      QC_MVE_DW_TAPS9_B(1, 0);
-    } else if (clamp) {
-      QC_MVE_DW_TAPS9_B(0, 1);
-    } else {
-      QC_MVE_DW_TAPS9_B(0, 0);
+  for (int32_t p = 0; p < count; ++p) {
+    const int8_t *w = w0;
+    const int32_t *pr = pr0;
+    for (int32_t i = 0; i < blocks; ++i) {
+      int32x4_t a0, a1, a2, a3;
+      int8x16_t x, wv;
+      int16x8_t e, o;
+      QC_MVE_DW_TAPS9_A;
+      if (dbl && clamp) {
+        QC_MVE_DW_TAPS9_B(1, 1);
+      } else if (dbl) {
+        QC_MVE_DW_TAPS9_B(1, 0);
+      } else if (clamp) {
+        QC_MVE_DW_TAPS9_B(0, 1);
+      } else {
+        QC_MVE_DW_TAPS9_B(0, 0);
+      }
+    }
+    if (skip) {
+      t0 += skip, t1 += skip, t2 += skip, t3 += skip, t4 += skip, t5 += skip, t6 += skip, t7 += skip, t8 += skip;
     }
   }
 }
@@ -174,10 +185,15 @@ static inline __attribute__((always_inline)) void qc_mve_dw_pixels(const int8_t 
     int32_t taps, int32_t zp, int32_t lo, int32_t hi, const uintptr_t *tab, const int8_t *b, int8_t *y,
     int32_t count, int32_t step, int dbl, int clamp) {
   const int32_t n16 = n / 16 * 16, wb = taps * 16;
+  if (taps == 9 && n16 == n && (n16 >= 32 || count > 1)) {  /* (one pixel of one block: the 9 pointers' set-up
+                                                                costs what they save) */
+    qc_mve_dw_pixels9(tab, (uintptr_t)b, w, pr, y, n16 / 16, count, step - n, dbl, clamp);
+    return;
+  }
   for (int32_t i = 0; i < count; ++i, b += step, y += n) {
     int32_t c = 0;
-    if (taps == 9 && n16 >= 32) {  /* (for one block, the 9 pointers' set-up costs what they save) */
-      qc_mve_dw_pixel9(tab, (uintptr_t)b, w, pr, y, n16 / 16, dbl, clamp);
+    if (taps == 9 && n16 >= 32) {
+      qc_mve_dw_pixels9(tab, (uintptr_t)b, w, pr, y, n16 / 16, 1, 0, dbl, clamp);
       c = n16;
     }
     for (; c < n16; c += 16) {
@@ -228,4 +244,42 @@ void qc_mve_dw_s8_double(const qc_mve_dw_params *P, const uintptr_t *tab, const 
 void qc_mve_dw_s8_double_clamp(const qc_mve_dw_params *P, const uintptr_t *tab, const int8_t *b, int8_t *y,
                                int32_t count, int32_t step) {
   qc_mve_dw_run(P, tab, b, y, count, step, 1, 1);
+}
+
+/* d[0 .. 16 vectors) = s[...] (s NULL: the byte v everywhere), 16 bytes a load and store (a low-overhead loop). */
+static void qc_mve_copy16(int8_t *d, const int8_t *s, int8_t v, int32_t vectors) {
+  int8x16_t q = vdupq_n_s8(v);
+  if (s) {
+    __asm__ volatile("wls lr, %[k], 2f\n1:\n\tvldrb.8 %q[q], [%[s]], #16\n\tvstrb.8 %q[q], [%[d]], #16\n\tle lr, 1b\n2:"
+                     : [q] "=&w"(q), [s] "+r"(s), [d] "+r"(d) : [k] "r"(vectors) : "lr", "memory");
+  } else {
+    __asm__ volatile("wls lr, %[k], 2f\n1:\n\tvstrb.8 %q[q], [%[d]], #16\n\tle lr, 1b\n2:"
+                     : [d] "+r"(d) : [q] "w"(q), [k] "r"(vectors) : "lr", "memory");
+  }
+}
+
+void qc_mve_dw_s8_rows(qc_mve_dw_fn *fn, const qc_mve_dw_params *P, const qc_mve_dw_geo *G, const int8_t *x,
+                       int8_t *y, int8_t *scratch, uintptr_t *tab) {
+  const int32_t c = P->n, row = G->cols * c, slots = G->slots;
+  const int32_t copied = (G->iw < G->cols - G->pl ? G->iw : G->cols - G->pl) * c / 16;
+  qc_mve_copy16(scratch, NULL, (int8_t)G->pad, slots * row / 16);
+  for (int32_t n = 0; n < G->n; ++n) {
+    const int8_t *xn = x + n * G->ih * G->iw * c;
+    int32_t next = -G->pt;  /* the next input row to copy */
+    for (int32_t oy = 0; oy < G->oh; ++oy, y += G->ow * c) {
+      const int32_t iy0 = oy * G->sy - G->pt, last = iy0 + (G->kh - 1) * G->dy;
+      for (int32_t r = next > iy0 ? next : iy0; r <= last; ++r) {
+        const int inside = r >= 0 && r < G->ih;
+        qc_mve_copy16(scratch + (r + G->pt) % slots * row + G->pl * c, inside ? xn + r * G->iw * c : NULL,
+                      (int8_t)G->pad, copied);
+      }
+      next = last + 1;
+      for (int32_t ky = 0, s = (iy0 + G->pt) % slots; ky < G->kh; ++ky, s = (s + G->dy) % slots) {
+        for (int32_t kx = 0; kx < G->kw; ++kx) {
+          tab[ky * G->kw + kx] = (uintptr_t)(s * row + kx * G->dx * c);
+        }
+      }
+      fn(P, tab, scratch, y, G->ow, G->sx * c);
+    }
+  }
 }

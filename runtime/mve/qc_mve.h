@@ -81,6 +81,25 @@ void qc_mve_dw_s8_double(const qc_mve_dw_params *P, const uintptr_t *tab, const 
 void qc_mve_dw_s8_double_clamp(const qc_mve_dw_params *P, const uintptr_t *tab, const int8_t *b, int8_t *y,
                                int32_t count, int32_t step);
 
+/* The type of qc_mve_dw_s8_{single,double}[_clamp]. */
+typedef void qc_mve_dw_fn(const qc_mve_dw_params *P, const uintptr_t *tab, const int8_t *b, int8_t *y, int32_t count,
+                          int32_t step);
+
+/* The geometry of qc_mve_dw_s8_rows: batches n, input ih x iw, output oh x ow, kernel kh x kw, stride sy, sx,
+   dilation dy, dx, top and left padding pt, pl; the scratch's rows (slots = (kh - 1) dy + 1) of cols = (ow - 1) sx +
+   (kw - 1) dx + 1 pixels; pad: the value a tap outside the input reads. */
+typedef struct {
+  int32_t n, ih, iw, oh, ow, kh, kw, sy, sx, dy, dx, pt, pl, slots, cols, pad;
+} qc_mve_dw_geo;
+
+/* A whole depthwise step (n channels a multiple of 16) one output row at a time, by one call of fn (one of
+   qc_mve_dw_s8_*) per row over `scratch`, a ring of G->slots padded input rows (input row r in slot (r + pt) mod
+   slots, its pixels from column pl on, the pad value around them and in the rows outside the input): every pixel
+   of the row is interior there, its taps at the offsets tab[t] (kh * kw entries, written per row) from the
+   scratch, stepping by sx pixels. Each input row is copied once per batch (16 bytes a load and store). */
+void qc_mve_dw_s8_rows(qc_mve_dw_fn *fn, const qc_mve_dw_params *P, const qc_mve_dw_geo *G, const int8_t *x,
+                       int8_t *y, int8_t *scratch, uintptr_t *tab);
+
 /* The constants of qc_mve_dw_s32 (qc_mve_conv.h): w: the int8 weights [taps][n] (as the graph holds them); base:
    the accumulators' start per channel, bias[c] - izp * the sum of channel c's weights (made at generation time);
    n; taps. */

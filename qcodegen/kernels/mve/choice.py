@@ -41,6 +41,7 @@ DW_FILES = HEADER + ("mve/qc_mve.c",)
 # measured: steps inlined into <name>_run share its registers with the kernels' asm, and spill
 STEP_ATTRIBUTES = "__attribute__((noinline))"
 INT8_RANGE = (-128, 127)
+DW_ROWS_SCRATCH = 8192  # bytes of padded input rows of qc_mve_dw_s8_rows (on the stack)
 
 
 def _dbl(rq: Requantization) -> int:
@@ -78,7 +79,8 @@ class Depthwise:
     """form "dw_s8" (qc_mve_dw_s8_*, the qc_mve_dw_params) or "dw_s32" (qc_mve_dw_s32, the qc_mve_dw_s32_params):
     fn per run of interior pixels of an output row (runs) or per pixel (then int32 sums stored by the step,
     requantized or not); n channels, taps; copies: pixels per vector of a run (fewer than 16 channels); zp, lo, hi:
-    the int8 requantization's."""
+    the int8 requantization's; geometry (dw_s8, when not empty): the whole step by qc_mve_dw_s8_rows over fn, one
+    call per output row over a scratch of padded input rows (`scratch` bytes on the stack), its qc_mve_dw_geo."""
 
     fn: str
     runs: bool
@@ -88,6 +90,8 @@ class Depthwise:
     zp: int = 0
     lo: int = 0
     hi: int = 0
+    geometry: tuple[int, ...] = ()
+    scratch: int = 0
 
 
 @dataclass(frozen=True)
@@ -210,7 +214,11 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
             taps, c.rows, c.bias_per_row(), c.izp, list(rq.multipliers), list(rq.shifts), rq.output_zp, rq.lo, rq.hi,
             copies))
         fn = f"qc_mve_dw_s8_{'double' if _dbl(rq) else 'single'}{'' if (rq.lo, rq.hi) == INT8_RANGE else '_clamp'}"
-        params = Depthwise(fn, True, c.rows, c.taps, copies, rq.output_zp, rq.lo, rq.hi)
+        geometry, scratch = _padded_rows(c)
+        if geometry:
+            arrays.pop("taps", None)  # (the kernel writes the offsets into the scratch per row)
+            reason += f", one call per output row over {scratch} B of padded input rows"
+        params = Depthwise(fn, True, c.rows, c.taps, copies, rq.output_zp, rq.lo, rq.hi, geometry, scratch)
         return KernelChoice(fn, reason + ", int8 outputs of an exact 32-bit requantization (shifts >= 33), weights "
                             "in [-127, 127] (tap pairs in int16)",
                             "mve_dw_w16", "dw_s8", arrays, params, frozenset({1, 2}), step_constants=False,
@@ -222,6 +230,19 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
     return KernelChoice("qc_mve_dw_s32", reason + (", int32 sums" if runs else ", requantized by the step"), "int8",
                         "dw_s32", arrays, params, frozenset({2}), step_constants=not runs,
                         requantize=None if runs else store, files=CONV_FILES + (RQ_FILES if store else ()))
+
+
+def _padded_rows(c: ConvStep) -> tuple[tuple[int, ...], int]:
+    """The qc_mve_dw_geo of qc_mve_dw_s8_rows and its scratch's bytes, or ((), 0) where the step keeps a call per
+    run of interior pixels and one per border pixel: without padding, with channels not a multiple of 16, or a
+    scratch above DW_ROWS_SCRATCH."""
+    g = c.window
+    slots, cols = (g.kh - 1) * g.dy + 1, (g.ow - 1) * g.sx + (g.kw - 1) * g.dx + 1
+    scratch = slots * cols * c.rows
+    if g.all_interior or c.rows % 16 or scratch > DW_ROWS_SCRATCH:
+        return (), 0
+    return (g.n, g.ih, g.iw, g.oh, g.ow, g.kh, g.kw, g.sy, g.sx, g.dy, g.dx, g.pt, g.pl, slots, cols,
+            c.pad_value), scratch
 
 
 def _dw_mla(c: ConvStep, store: RequantStore | None) -> KernelChoice | None:
