@@ -24,6 +24,7 @@ import numpy as np
 
 from ... import primitives
 from ...ir.schedule import StepIO
+from ...primitives.geometry import WindowLoops
 from ...primitives.fused import part_context, part_ios
 from ..conv import PATCH_LIMIT, ConvStep, Requantization
 from ..cortex_m_dsp.choice import RQ_FILES, exact_s33, requant_store
@@ -42,6 +43,9 @@ DW_FILES = HEADER + ("mve/qc_mve.c",)
 STEP_ATTRIBUTES = "__attribute__((noinline))"
 INT8_RANGE = (-128, 127)
 DW_ROWS_SCRATCH = 8192  # bytes of padded input rows of qc_mve_dw_s8_rows (on the stack)
+# instructions (GCC 12 -O2 disassembly, measured): a qc_mve_dw_s8_* call's prologue and set-up, a border pixel's table
+# of taps; in qc_mve_dw_s8_rows a row's call and offsets, and the copy of 16 input bytes
+DW_CALL_COST, DW_TABLE_COST, DW_ROW_COST, DW_COPY_COST = 90, 70, 120, 3
 
 
 def _dbl(rq: Requantization) -> int:
@@ -234,15 +238,31 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
 
 def _padded_rows(c: ConvStep) -> tuple[tuple[int, ...], int]:
     """The qc_mve_dw_geo of qc_mve_dw_s8_rows and its scratch's bytes, or ((), 0) where the step keeps a call per
-    run of interior pixels and one per border pixel: without padding, with channels not a multiple of 16, or a
-    scratch above DW_ROWS_SCRATCH."""
+    run of interior pixels and one per border pixel: without padding, with channels not a multiple of 16, a scratch
+    above DW_ROWS_SCRATCH, or where copying the input rows costs more than the border pixels' tables and calls
+    (_border_cost)."""
     g = c.window
     slots, cols = (g.kh - 1) * g.dy + 1, (g.ow - 1) * g.sx + (g.kw - 1) * g.dx + 1
     scratch = slots * cols * c.rows
     if g.all_interior or c.rows % 16 or scratch > DW_ROWS_SCRATCH:
         return (), 0
+    copied_rows = len({oy * g.sy - g.pt + ky * g.dy for oy in range(g.oh) for ky in range(g.kh)})
+    vectors = min(g.iw, cols - g.pl) * c.rows // 16
+    rows_cost = g.n * (g.oh * DW_ROW_COST + copied_rows * vectors * DW_COPY_COST)
+    if rows_cost >= _border_cost(g):
+        return (), 0
     return (g.n, g.ih, g.iw, g.oh, g.ow, g.kh, g.kw, g.sy, g.sx, g.dy, g.dx, g.pt, g.pl, slots, cols,
             c.pad_value), scratch
+
+
+def _border_cost(g: WindowLoops) -> int:
+    """The instructions the calls and tables of a step's pixels that read padding cost qc_mve_dw_s8_* without the
+    scratch (estimated from the GCC 12 disassembly): in a row whose windows' rows are inside the input, a call for
+    the run of interior pixels and a call and a table per other pixel; in the other rows, every pixel's."""
+    run = g.cols[1] - g.cols[0]
+    inner = sum(1 for oy in range(g.oh) if g.rows[0] <= oy < g.rows[1])
+    border = inner * (g.ow - run) + (g.oh - inner) * g.ow
+    return g.n * ((inner if run else 0) * DW_CALL_COST + border * (DW_CALL_COST + DW_TABLE_COST))
 
 
 def _dw_mla(c: ConvStep, store: RequantStore | None) -> KernelChoice | None:
