@@ -13,7 +13,14 @@ import numpy as np
 import pytest
 
 from qcodegen.codegen import generate, load_target
-from qcodegen.kernel_testing import I32, KernelProgram, conv_accumulators, depthwise_row, rescale
+from qcodegen.kernel_testing import (
+    I32,
+    KernelProgram,
+    conv_accumulators,
+    depthwise_accumulators,
+    depthwise_row,
+    rescale,
+)
 from qcodegen.kernels.mve import layouts
 from qcodegen.resources import data_path
 from qcodegen.testing import Var, prepare, step_schedule
@@ -153,6 +160,46 @@ def _dw_cases(prog: Program, rng: np.random.Generator) -> None:
                        expected[one])
 
 
+def _dw_rows_cases(prog: Program, rng: np.random.Generator) -> None:
+    """qc_mve_dw_s8_rows over each requantizing kernel: windows reading padding on every side (a batch of 2, the
+    ring's rows reused across its images), stride 2 with padding only after the input, dilation 2 (a ring of 5
+    rows), a 2x3 window (taps not 9: the table loop) with strides 1 and 2, and a pad value other than the input
+    zero point; weights in [-127, 127], channel 0's -127
+    over a row of -128 inputs (tap pairs at the int16 limit)."""
+    # channels, (batch, height, width), kernel, stride, dilation, pad (top, bottom, left, right), pad value = izp
+    shapes = [(32, (2, 5, 5), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), True),
+              (16, (1, 8, 8), (3, 3), (2, 2), (1, 1), (0, 1, 0, 1), True),
+              (16, (1, 6, 5), (3, 3), (1, 1), (2, 2), (2, 2, 2, 2), True),
+              (48, (1, 4, 7), (2, 3), (1, 2), (1, 1), (1, 0, 1, 1), True),
+              (16, (1, 6, 8), (3, 3), (2, 2), (1, 1), (1, 0, 1, 0), False)]
+    for i, (c, (batch, h, wd), (kh, kw), stride, dilation, pad, izp_pad) in enumerate(shapes):
+        dbl, clamp = i % 2, i // 2 % 2
+        izp, zp = int(rng.integers(-128, 128)), int(rng.integers(-128, 128))
+        pad_value = izp if izp_pad else int(rng.integers(-128, 128))
+        lo, hi = (-90, 40) if clamp else (-128, 127)
+        x = rng.integers(-128, 128, (batch, h, wd, c))
+        x[0, 0, 0] = 127
+        x[:, 1] = -128
+        w = rng.integers(-127, 128, (kh, kw, c))
+        w[..., 0] = -127
+        bias = rng.integers(-(1 << 20), 1 << 20, c)
+        acc = np.concatenate([depthwise_accumulators(x[b:b + 1], w, bias, izp, stride, pad, dilation, pad_value)
+                              for b in range(batch)])
+        _, oh, ow, _ = acc.shape
+        mults, shifts = _scales(rng, c, i % 3 == 0)
+        taps = w.reshape(kh * kw, c)
+        pr = layouts.mve_dw_params(taps, c, bias, izp, mults, shifts, zp, lo, hi)
+        slots, cols = (kh - 1) * dilation[0] + 1, (ow - 1) * stride[1] + (kw - 1) * dilation[1] + 1
+        geometry = (batch, h, wd, oh, ow, kh, kw, *stride, *dilation, pad[0], pad[2], slots, cols, pad_value)
+        fn = f"qc_mve_dw_s8_{'double' if dbl else 'single'}{'_clamp' if clamp else ''}"
+        prog.check(f"  const qc_mve_dw_params P = {{{prog.array('int8_t', layouts.mve_dw_w16(taps, c))}, "
+                   f"{prog.array('int32_t', pr)}, {c}, {kh * kw}, 1, {zp}, {lo}, {hi}}};\n"
+                   f"  const qc_mve_dw_geo G = {{{', '.join(map(str, geometry))}}};\n"
+                   f"  int8_t y[{acc.size}], scratch[{slots * cols * c}];\n  uintptr_t tab[{kh * kw}];\n"
+                   f"  qc_mve_dw_s8_rows({fn}, &P, &G, {prog.array('int8_t', x)}, y, scratch, tab);", "y",
+                   rescale(acc.reshape(-1, c), mults, shifts, ROUNDINGS[dbl], zp, lo, hi))
+
+
 def _mla_cases(prog: Program, rng: np.random.Generator) -> None:
     """qc_mve_mla_s8: one tap of the portable depthwise loops, whole groups of 4 and a predicated tail."""
     for n in (4, 7, 33):
@@ -173,5 +220,6 @@ def test_kernels_against_the_numpy_primitives(tmp_path):
     _dot_cases(prog, rng)
     _conv_cases(prog, rng)
     _dw_cases(prog, rng)
+    _dw_rows_cases(prog, rng)
     _mla_cases(prog, rng)
     assert prog.mismatches(prog.run(tmp_path)) == ""

@@ -261,7 +261,7 @@ static void qc_mve_copy16(int8_t *d, const int8_t *s, int8_t v, int32_t vectors)
 void qc_mve_dw_s8_rows(qc_mve_dw_fn *fn, const qc_mve_dw_params *P, const qc_mve_dw_geo *G, const int8_t *x,
                        int8_t *y, int8_t *scratch, uintptr_t *tab) {
   const int32_t c = P->n, row = G->cols * c, slots = G->slots;
-  const int32_t copied = (G->iw < G->cols - G->pl ? G->iw : G->cols - G->pl) * c / 16;
+  const int32_t copied = G->iw * c / 16;  /* (an exact output size puts every input column in the scratch) */
   qc_mve_copy16(scratch, NULL, (int8_t)G->pad, slots * row / 16);
   for (int32_t n = 0; n < G->n; ++n) {
     const int8_t *xn = x + n * G->ih * G->iw * c;

@@ -24,8 +24,8 @@ import numpy as np
 
 from ... import primitives
 from ...ir.schedule import StepIO
-from ...primitives.geometry import WindowLoops
 from ...primitives.fused import part_context, part_ios
+from ...primitives.geometry import WindowLoops
 from ..conv import PATCH_LIMIT, ConvStep, Requantization
 from ..cortex_m_dsp.choice import RQ_FILES, exact_s33, requant_store
 from ..generic import conv_or_portable, portable
@@ -247,7 +247,7 @@ def _padded_rows(c: ConvStep) -> tuple[tuple[int, ...], int]:
     if g.all_interior or c.rows % 16 or scratch > DW_ROWS_SCRATCH:
         return (), 0
     copied_rows = len({oy * g.sy - g.pt + ky * g.dy for oy in range(g.oh) for ky in range(g.kh)})
-    vectors = min(g.iw, cols - g.pl) * c.rows // 16
+    vectors = g.iw * c.rows // 16
     rows_cost = g.n * (g.oh * DW_ROW_COST + copied_rows * vectors * DW_COPY_COST)
     if rows_cost >= _border_cost(g):
         return (), 0
