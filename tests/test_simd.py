@@ -537,9 +537,10 @@ def test_depthwise_few_channels_unpadded(m55, c, iw, tmp_path):
     (32, 2, (33, 40), "double_round", -128, 5, -127), (16, 3, (33, 40), "double_round", -7, -1, -127),
     (32, 3, (33, 40), "double_round", -128, 0, -128)])
 def test_depthwise_blocks(m55, c, kernel, shifts, rounding, lo, zp, wmin, tmp_path):
-    """Depthwise with int8 outputs over whole blocks of 16 channels: a 3x3 pixel of at least 2 blocks keeps its 9
-    input pointers in registers (QC_MVE_DW_TAPS9_*), other blocks loop over the taps (2x2; one block of 16), a last
-    partial block (40 channels) is predicated; clamps narrower than int8 and not, both roundings. Channel 0's
+    """Depthwise with int8 outputs over whole blocks of 16 channels (a step of them: one call per output row over
+    padded input rows, qc_mve_dw_s8_rows): 3x3 pixels keep their 9 input pointers in registers (QC_MVE_DW_TAPS9_*),
+    other blocks loop over the taps (2x2), a last partial block (40 channels: the runs and border pixels) is
+    predicated; clamps narrower than int8 and not, both roundings. Channel 0's
     weights all wmin: +-127 make tap pairs of 2 * 128 * 127 (the int16 limit of qc_mve_dw_s8_*); with a -128 the
     int32 sums of qc_mve_dw_s32 instead."""
     rng = np.random.default_rng(c + kernel)
@@ -557,7 +558,10 @@ def test_depthwise_blocks(m55, c, kernel, shifts, rounding, lo, zp, wmin, tmp_pa
     if wmin == -128:
         assert k.form == "dw_s32"
     else:
-        assert k.form == "dw_s8" and f"{k.kernel}(&qc_dw" in src and k.kernel.endswith("_clamp") == (lo != -128)
+        assert k.form == "dw_s8" and k.kernel.endswith("_clamp") == (lo != -128)
+        # whole blocks: one call per output row over padded rows (qc_mve_dw_s8_rows), else runs and border pixels
+        rows = c % 16 == 0
+        assert bool(k.params.geometry) == rows and f"{'qc_mve_dw_s8_rows(' if rows else ''}{k.kernel}" in src
     _check(sched, m55, [np.full((1, ih, iw, c), -128), np.full((1, ih, iw, c), 127)])
 
 
