@@ -127,8 +127,9 @@ def _dw_cases(prog: Program, rng: np.random.Generator) -> None:
     row (tap offsets from the first pixel's window) and single pixels over a table of the taps' addresses; one and
     several blocks of 16 channels (3x3: the 9 pointers in registers, set once per run of whole blocks and advanced
     by the stride, per pixel from 2 blocks on), a last partial block, fewer than 16 channels with several pixels
-    per vector (copies), 3x3 at strides 1 and 2, 1x2 at stride 2. The int8 outputs' weights lie in [-127, 127] (qc_mve_dw_s8_* add tap pairs in int16), channel 0's all -127 over a row of -128
-    inputs: tap pairs of 2 * 128 * 127, the int16 limit."""
+    per vector (copies), 3x3 at strides 1 and 2, 1x2 at stride 2. The int8 outputs' weights lie in [-127, 127]
+    (qc_mve_dw_s8_* add tap pairs in int16), channel 0's all -127 over a row of -128 inputs: tap pairs of
+    2 * 128 * 127, the int16 limit."""
     shapes = [(16, (3, 3), 1), (40, (3, 3), 1), (19, (1, 2), 2), (8, (3, 3), 1), (4, (3, 3), 1), (2, (1, 2), 1),
               (32, (3, 3), 2)]
     variants = [(dbl, clamp) for dbl in (0, 1) for clamp in (0, 1)] + [(None, 0)]
