@@ -197,7 +197,7 @@ def _dw_rows_cases(prog: Program, rng: np.random.Generator) -> None:
         prog.check(f"  const qc_mve_dw_params P = {{{prog.array('int8_t', layouts.mve_dw_w16(taps, c))}, "
                    f"{prog.array('int32_t', pr)}, {c}, {kh * kw}, 1, {zp}, {lo}, {hi}}};\n"
                    f"  const qc_mve_dw_geo G = {{{', '.join(map(str, geometry))}}};\n"
-                   f"  int8_t y[{acc.size}], scratch[{slots * cols * c}];\n  uintptr_t tab[{kh * kw}];\n"
+                   f"  int8_t y[{acc.size}], scratch[{slots * cols * c}];\n  uintptr_t tab[{slots * kh * kw}];\n"
                    f"  qc_mve_dw_s8_rows({fn}, &P, &G, {prog.array('int8_t', x)}, y, scratch, tab);", "y",
                    rescale(acc.reshape(-1, c), mults, shifts, ROUNDINGS[dbl], zp, lo, hi))
 

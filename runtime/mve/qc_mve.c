@@ -260,9 +260,16 @@ static void qc_mve_copy16(int8_t *d, const int8_t *s, int8_t v, int32_t vectors)
 
 void qc_mve_dw_s8_rows(qc_mve_dw_fn *fn, const qc_mve_dw_params *P, const qc_mve_dw_geo *G, const int8_t *x,
                        int8_t *y, int8_t *scratch, uintptr_t *tab) {
-  const int32_t c = P->n, row = G->cols * c, slots = G->slots;
+  const int32_t c = P->n, row = G->cols * c, slots = G->slots, taps = G->kh * G->kw;
   const int32_t copied = G->iw * c / 16;  /* (an exact output size puts every input column in the scratch) */
   qc_mve_copy16(scratch, NULL, (int8_t)G->pad, slots * row / 16);
+  for (int32_t first = 0; first < slots; ++first) {  /* the taps' offsets of a window whose first row is in `first` */
+    for (int32_t ky = 0; ky < G->kh; ++ky) {
+      for (int32_t kx = 0; kx < G->kw; ++kx) {
+        tab[(first * G->kh + ky) * G->kw + kx] = (uintptr_t)((first + ky * G->dy) % slots * row + kx * G->dx * c);
+      }
+    }
+  }
   for (int32_t n = 0; n < G->n; ++n) {
     const int8_t *xn = x + n * G->ih * G->iw * c;
     int32_t next = -G->pt;  /* the next input row to copy */
@@ -274,12 +281,7 @@ void qc_mve_dw_s8_rows(qc_mve_dw_fn *fn, const qc_mve_dw_params *P, const qc_mve
                       (int8_t)G->pad, copied);
       }
       next = last + 1;
-      for (int32_t ky = 0, s = (iy0 + G->pt) % slots; ky < G->kh; ++ky, s = (s + G->dy) % slots) {
-        for (int32_t kx = 0; kx < G->kw; ++kx) {
-          tab[ky * G->kw + kx] = (uintptr_t)(s * row + kx * G->dx * c);
-        }
-      }
-      fn(P, tab, scratch, y, G->ow, G->sx * c);
+      fn(P, tab + (iy0 + G->pt) % slots * taps, scratch, y, G->ow, G->sx * c);
     }
   }
 }
