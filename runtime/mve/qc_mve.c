@@ -155,26 +155,28 @@ static inline __attribute__((always_inline)) void qc_mve_dw_pixels9(const uintpt
     int clamp) {
   uintptr_t t0 = tab[0] + b, t1 = tab[1] + b, t2 = tab[2] + b, t3 = tab[3] + b, t4 = tab[4] + b, t5 = tab[5] + b,
             t6 = tab[6] + b, t7 = tab[7] + b, t8 = tab[8] + b;
-  for (int32_t p = 0; p < count; ++p) {
-    const int8_t *w = w0;
-    const int32_t *pr = pr0;
-    for (int32_t i = 0; i < blocks; ++i) {
-      int32x4_t a0, a1, a2, a3;
-      int8x16_t x, wv;
-      int16x8_t e, o;
-      QC_MVE_DW_TAPS9_A;
-      if (dbl && clamp) {
-        QC_MVE_DW_TAPS9_B(1, 1);
-      } else if (dbl) {
-        QC_MVE_DW_TAPS9_B(1, 0);
-      } else if (clamp) {
-        QC_MVE_DW_TAPS9_B(0, 1);
-      } else {
-        QC_MVE_DW_TAPS9_B(0, 0);
-      }
+  const int8_t *w = w0;
+  const int32_t *pr = pr0, *const pr_end = pr0 + blocks * 60;
+  for (int32_t k = blocks * count; k > 0; --k) {  /* (one loop: the pixels' ends by their constants' end) */
+    int32x4_t a0, a1, a2, a3;
+    int8x16_t x, wv;
+    int16x8_t e, o;
+    QC_MVE_DW_TAPS9_A;
+    if (dbl && clamp) {
+      QC_MVE_DW_TAPS9_B(1, 1);
+    } else if (dbl) {
+      QC_MVE_DW_TAPS9_B(1, 0);
+    } else if (clamp) {
+      QC_MVE_DW_TAPS9_B(0, 1);
+    } else {
+      QC_MVE_DW_TAPS9_B(0, 0);
     }
-    if (skip) {
-      t0 += skip, t1 += skip, t2 += skip, t3 += skip, t4 += skip, t5 += skip, t6 += skip, t7 += skip, t8 += skip;
+    if (pr == pr_end) {
+      w = w0;
+      pr = pr0;
+      if (skip) {
+        t0 += skip, t1 += skip, t2 += skip, t3 += skip, t4 += skip, t5 += skip, t6 += skip, t7 += skip, t8 += skip;
+      }
     }
   }
 }
