@@ -165,15 +165,17 @@ def _dw_cases(prog: Program, rng: np.random.Generator) -> None:
 def _dw_rows_cases(prog: Program, rng: np.random.Generator) -> None:
     """qc_mve_dw_s8_rows over each requantizing kernel: windows reading padding on every side (a batch of 2, the
     ring's rows reused across its images), stride 2 with padding only after the input, dilation 2 (a ring of 5
-    rows), a 2x3 window (taps not 9: the table loop) with strides 1 and 2, and a pad value other than the input
-    zero point; weights in [-127, 127], channel 0's -127
-    over a row of -128 inputs (tap pairs at the int16 limit)."""
+    rows), a 2x3 window (taps not 9: the table loop) with strides 1 and 2, a pad value other than the input zero
+    point, 8 channels (2 pixels a vector; rows of 56 bytes: the copies' predicated tails) and 40 (a partial
+    block); weights in [-127, 127], channel 0's -127 over a row of -128 inputs (tap pairs at the int16 limit)."""
     # channels, (batch, height, width), kernel, stride, dilation, pad (top, bottom, left, right), pad value = izp
     shapes = [(32, (2, 5, 5), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), True),
               (16, (1, 8, 8), (3, 3), (2, 2), (1, 1), (0, 1, 0, 1), True),
               (16, (1, 6, 5), (3, 3), (1, 1), (2, 2), (2, 2, 2, 2), True),
               (48, (1, 4, 7), (2, 3), (1, 2), (1, 1), (1, 0, 1, 1), True),
-              (16, (1, 6, 8), (3, 3), (2, 2), (1, 1), (1, 0, 1, 0), False)]
+              (16, (1, 6, 8), (3, 3), (2, 2), (1, 1), (1, 0, 1, 0), False),
+              (8, (1, 4, 7), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), True),
+              (40, (1, 3, 3), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), True)]
     for i, (c, (batch, h, wd), (kh, kw), stride, dilation, pad, izp_pad) in enumerate(shapes):
         dbl, clamp = i % 2, i // 2 % 2
         izp, zp = int(rng.integers(-128, 128)), int(rng.integers(-128, 128))
@@ -190,12 +192,13 @@ def _dw_rows_cases(prog: Program, rng: np.random.Generator) -> None:
         _, oh, ow, _ = acc.shape
         mults, shifts = _scales(rng, c, i % 3 == 0)
         taps = w.reshape(kh * kw, c)
-        pr = layouts.mve_dw_params(taps, c, bias, izp, mults, shifts, zp, lo, hi)
+        copies = 16 // c if c < 16 and stride[1] == 1 else 1
+        pr = layouts.mve_dw_params(taps, c, bias, izp, mults, shifts, zp, lo, hi, copies)
         slots, cols = (kh - 1) * dilation[0] + 1, (ow - 1) * stride[1] + (kw - 1) * dilation[1] + 1
         geometry = (batch, h, wd, oh, ow, kh, kw, *stride, *dilation, pad[0], pad[2], slots, cols, pad_value)
         fn = f"qc_mve_dw_s8_{'double' if dbl else 'single'}{'_clamp' if clamp else ''}"
-        prog.check(f"  const qc_mve_dw_params P = {{{prog.array('int8_t', layouts.mve_dw_w16(taps, c))}, "
-                   f"{prog.array('int32_t', pr)}, {c}, {kh * kw}, 1, {zp}, {lo}, {hi}}};\n"
+        prog.check(f"  const qc_mve_dw_params P = {{{prog.array('int8_t', layouts.mve_dw_w16(taps, c, copies))}, "
+                   f"{prog.array('int32_t', pr)}, {c}, {kh * kw}, {copies}, {zp}, {lo}, {hi}}};\n"
                    f"  const qc_mve_dw_geo G = {{{', '.join(map(str, geometry))}}};\n"
                    f"  int8_t y[{acc.size}], scratch[{slots * cols * c}];\n  uintptr_t tab[{slots * kh * kw}];\n"
                    f"  qc_mve_dw_s8_rows({fn}, &P, &G, {prog.array('int8_t', x)}, y, scratch, tab);", "y",

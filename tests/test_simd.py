@@ -537,10 +537,9 @@ def test_depthwise_few_channels_unpadded(m55, c, iw, tmp_path):
     (32, 2, (33, 40), "double_round", -128, 5, -127), (16, 3, (33, 40), "double_round", -7, -1, -127),
     (32, 3, (33, 40), "double_round", -128, 0, -128)])
 def test_depthwise_blocks(m55, c, kernel, shifts, rounding, lo, zp, wmin, tmp_path):
-    """Depthwise with int8 outputs over whole blocks of 16 channels (a step of them: one call per output row over
-    padded input rows, qc_mve_dw_s8_rows): 3x3 pixels keep their 9 input pointers in registers (QC_MVE_DW_TAPS9_*),
-    other blocks loop over the taps (2x2), a last partial block (40 channels: the runs and border pixels) is
-    predicated; clamps narrower than int8 and not, both roundings. Channel 0's
+    """Depthwise with int8 outputs over whole blocks of 16 channels (one call per output row over padded input rows,
+    qc_mve_dw_s8_rows): 3x3 pixels keep their 9 input pointers in registers (QC_MVE_DW_TAPS9_*), other blocks loop
+    over the taps (2x2; one block of 16), a last partial block (40 channels) is predicated; clamps narrower than int8 and not, both roundings. Channel 0's
     weights all wmin: +-127 make tap pairs of 2 * 128 * 127 (the int16 limit of qc_mve_dw_s8_*); with a -128 the
     int32 sums of qc_mve_dw_s32 instead."""
     rng = np.random.default_rng(c + kernel)
@@ -559,9 +558,25 @@ def test_depthwise_blocks(m55, c, kernel, shifts, rounding, lo, zp, wmin, tmp_pa
         assert k.form == "dw_s32"
     else:
         assert k.form == "dw_s8" and k.kernel.endswith("_clamp") == (lo != -128)
-        # whole blocks: one call per output row over padded rows (qc_mve_dw_s8_rows), else runs and border pixels
-        rows = c % 16 == 0
-        assert bool(k.params.geometry) == rows and f"{'qc_mve_dw_s8_rows(' if rows else ''}{k.kernel}" in src
+        assert k.params.geometry and f"qc_mve_dw_s8_rows({k.kernel}, &qc_dw" in src  # one call per output row
+    _check(sched, m55, [np.full((1, ih, iw, c), -128), np.full((1, ih, iw, c), 127)])
+
+
+def test_depthwise_border_pixels(m55, tmp_path):
+    """Depthwise where copying the input rows costs more than the pixels reading padding (stride 2, padding after
+    the input's right only: one per row): a call per row's run of interior pixels and one per border pixel over a
+    table of its taps (qc_padrow outside the input), 2 blocks of 16 channels, extreme inputs."""
+    rng = np.random.default_rng(2)
+    c, ih, iw = 32, 9, 24
+    w = rng.integers(-127, 128, (3, 3, c, 1)).astype(np.int8)
+    bias = rng.integers(-(1 << 20), 1 << 20, c).astype(np.int32)
+    conv = dict(pad=[0, 0, 0, 1], stride=[2, 2], dilation=[1, 1], input_zp=-9, pad_value=-9)
+    rescale = dict(multiplier=rng.integers(1 << 30, 1 << 31, c).tolist(), shift=rng.integers(33, 40, c).tolist(),
+                   output_zp=3, per_channel=True, rounding="double_round")
+    sched = _fused("DEPTHWISE_CONV2D", (1, ih, iw, c), w, bias, (1, 4, 12, c), conv, rescale)
+    src = _generated(sched, m55, tmp_path)
+    k = _choice(sched, m55)
+    assert k.form == "dw_s8" and not k.params.geometry and "qc_padrow" in src
     _check(sched, m55, [np.full((1, ih, iw, c), -128), np.full((1, ih, iw, c), 127)])
 
 

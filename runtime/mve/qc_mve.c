@@ -248,23 +248,25 @@ void qc_mve_dw_s8_double_clamp(const qc_mve_dw_params *P, const uintptr_t *tab, 
   qc_mve_dw_run(P, tab, b, y, count, step, 1, 1);
 }
 
-/* d[0 .. 16 vectors) = s[...] (s NULL: the byte v everywhere), 16 bytes a load and store (a low-overhead loop). */
-static void qc_mve_copy16(int8_t *d, const int8_t *s, int8_t v, int32_t vectors) {
+/* d[0 .. bytes) = s[...] (s NULL: the byte v everywhere), 16 bytes a load and store, the last ones predicated (a
+   tail-predicated low-overhead loop). */
+static void qc_mve_copy8(int8_t *d, const int8_t *s, int8_t v, int32_t bytes) {
   int8x16_t q = vdupq_n_s8(v);
   if (s) {
-    __asm__ volatile("wls lr, %[k], 2f\n1:\n\tvldrb.8 %q[q], [%[s]], #16\n\tvstrb.8 %q[q], [%[d]], #16\n\tle lr, 1b\n2:"
-                     : [q] "=&w"(q), [s] "+r"(s), [d] "+r"(d) : [k] "r"(vectors) : "lr", "memory");
+    __asm__ volatile("wlstp.8 lr, %[k], 2f\n1:\n\tvldrb.8 %q[q], [%[s]], #16\n\tvstrb.8 %q[q], [%[d]], #16\n\t"
+                     "letp lr, 1b\n2:"
+                     : [q] "=&w"(q), [s] "+r"(s), [d] "+r"(d) : [k] "r"(bytes) : "lr", "memory");
   } else {
-    __asm__ volatile("wls lr, %[k], 2f\n1:\n\tvstrb.8 %q[q], [%[d]], #16\n\tle lr, 1b\n2:"
-                     : [d] "+r"(d) : [q] "w"(q), [k] "r"(vectors) : "lr", "memory");
+    __asm__ volatile("wlstp.8 lr, %[k], 2f\n1:\n\tvstrb.8 %q[q], [%[d]], #16\n\tletp lr, 1b\n2:"
+                     : [d] "+r"(d) : [q] "w"(q), [k] "r"(bytes) : "lr", "memory");
   }
 }
 
 void qc_mve_dw_s8_rows(qc_mve_dw_fn *fn, const qc_mve_dw_params *P, const qc_mve_dw_geo *G, const int8_t *x,
                        int8_t *y, int8_t *scratch, uintptr_t *tab) {
   const int32_t c = P->n, row = G->cols * c, slots = G->slots, taps = G->kh * G->kw;
-  const int32_t copied = G->iw * c / 16;  /* (an exact output size puts every input column in the scratch) */
-  qc_mve_copy16(scratch, NULL, (int8_t)G->pad, slots * row / 16);
+  const int32_t copied = G->iw * c;  /* (an exact output size puts every input column in the scratch) */
+  qc_mve_copy8(scratch, NULL, (int8_t)G->pad, slots * row);
   for (int32_t first = 0; first < slots; ++first) {  /* the taps' offsets of a window whose first row is in `first` */
     for (int32_t ky = 0; ky < G->kh; ++ky) {
       for (int32_t kx = 0; kx < G->kw; ++kx) {
@@ -279,7 +281,7 @@ void qc_mve_dw_s8_rows(qc_mve_dw_fn *fn, const qc_mve_dw_params *P, const qc_mve
       const int32_t iy0 = oy * G->sy - G->pt, last = iy0 + (G->kh - 1) * G->dy;
       for (int32_t r = next > iy0 ? next : iy0; r <= last; ++r) {
         const int inside = r >= 0 && r < G->ih;
-        qc_mve_copy16(scratch + (r + G->pt) % slots * row + G->pl * c, inside ? xn + r * G->iw * c : NULL,
+        qc_mve_copy8(scratch + (r + G->pt) % slots * row + G->pl * c, inside ? xn + r * G->iw * c : NULL,
                       (int8_t)G->pad, copied);
       }
       next = last + 1;

@@ -92,12 +92,12 @@ typedef struct {
   int32_t n, ih, iw, oh, ow, kh, kw, sy, sx, dy, dx, pt, pl, slots, cols, pad;
 } qc_mve_dw_geo;
 
-/* A whole depthwise step (n channels a multiple of 16) one output row at a time, by one call of fn (one of
+/* A whole depthwise step one output row at a time, by one call of fn (one of
    qc_mve_dw_s8_*) per row over `scratch`, a ring of G->slots padded input rows (input row r in slot (r + pt) mod
    slots, its pixels from column pl on, the pad value around them and in the rows outside the input): every pixel
    of the row is interior there, its taps at offsets from the scratch (tab: slots tables of kh * kw, one per slot
    of the window's first row, written once), stepping by sx pixels. Each input row is copied once per batch (16
-   bytes a load and store). */
+   bytes a load and store, tail-predicated). */
 void qc_mve_dw_s8_rows(qc_mve_dw_fn *fn, const qc_mve_dw_params *P, const qc_mve_dw_geo *G, const int8_t *x,
                        int8_t *y, int8_t *scratch, uintptr_t *tab);
 

@@ -238,16 +238,15 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
 
 def _padded_rows(c: ConvStep) -> tuple[tuple[int, ...], int]:
     """The qc_mve_dw_geo of qc_mve_dw_s8_rows and its scratch's bytes, or ((), 0) where the step keeps a call per
-    run of interior pixels and one per border pixel: without padding, with channels not a multiple of 16, a scratch
-    above DW_ROWS_SCRATCH, or where copying the input rows costs more than the border pixels' tables and calls
-    (_border_cost)."""
+    run of interior pixels and one per border pixel: without padding, a scratch above DW_ROWS_SCRATCH, or where
+    copying the input rows costs more than the border pixels' tables and calls (_border_cost)."""
     g = c.window
     slots, cols = (g.kh - 1) * g.dy + 1, (g.ow - 1) * g.sx + (g.kw - 1) * g.dx + 1
     scratch = slots * cols * c.rows
-    if g.all_interior or c.rows % 16 or scratch > DW_ROWS_SCRATCH:
+    if g.all_interior or scratch > DW_ROWS_SCRATCH:
         return (), 0
     copied_rows = len({oy * g.sy - g.pt + ky * g.dy for oy in range(g.oh) for ky in range(g.kh)})
-    vectors = g.iw * c.rows // 16
+    vectors = -(-g.iw * c.rows // 16)
     rows_cost = g.n * (g.oh * DW_ROW_COST + copied_rows * vectors * DW_COPY_COST)
     if rows_cost >= _border_cost(g):
         return (), 0
