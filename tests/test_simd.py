@@ -539,9 +539,9 @@ def test_depthwise_few_channels_unpadded(m55, c, iw, tmp_path):
 def test_depthwise_blocks(m55, c, kernel, shifts, rounding, lo, zp, wmin, tmp_path):
     """Depthwise with int8 outputs over whole blocks of 16 channels (one call per output row over padded input rows,
     qc_mve_dw_s8_rows): 3x3 pixels keep their 9 input pointers in registers (QC_MVE_DW_TAPS9_*), other blocks loop
-    over the taps (2x2; one block of 16), a last partial block (40 channels) is predicated; clamps narrower than int8 and not, both roundings. Channel 0's
-    weights all wmin: +-127 make tap pairs of 2 * 128 * 127 (the int16 limit of qc_mve_dw_s8_*); with a -128 the
-    int32 sums of qc_mve_dw_s32 instead."""
+    over the taps (2x2; one block of 16), a last partial block (40 channels) is predicated; clamps narrower than
+    int8 and not, both roundings. Channel 0's weights all wmin: +-127 make tap pairs of 2 * 128 * 127 (the int16
+    limit of qc_mve_dw_s8_*); with a -128 the int32 sums of qc_mve_dw_s32 instead."""
     rng = np.random.default_rng(c + kernel)
     ih, iw = 6, 7
     w = rng.integers(-127, 128, (kernel, kernel, c, 1)).astype(np.int8)
