@@ -197,11 +197,13 @@ def _dw_rows_cases(prog: Program, rng: np.random.Generator) -> None:
         slots, cols = (kh - 1) * dilation[0] + 1, (ow - 1) * stride[1] + (kw - 1) * dilation[1] + 1
         geometry = (batch, h, wd, oh, ow, kh, kw, *stride, *dilation, pad[0], pad[2], slots, cols, pad_value)
         fn = f"qc_mve_dw_s8_{'double' if dbl else 'single'}{'_clamp' if clamp else ''}"
+        tab = prog.array("uintptr_t", [((first + ky * dilation[0]) % slots * cols + kx * dilation[1]) * c
+                                       for first in range(slots) for ky in range(kh) for kx in range(kw)])
         prog.check(f"  const qc_mve_dw_params P = {{{prog.array('int8_t', layouts.mve_dw_w16(taps, c, copies))}, "
                    f"{prog.array('int32_t', pr)}, {c}, {kh * kw}, {copies}, {zp}, {lo}, {hi}}};\n"
                    f"  const qc_mve_dw_geo G = {{{', '.join(map(str, geometry))}}};\n"
-                   f"  int8_t y[{acc.size}], scratch[{slots * cols * c}];\n  uintptr_t tab[{slots * kh * kw}];\n"
-                   f"  qc_mve_dw_s8_rows({fn}, &P, &G, {prog.array('int8_t', x)}, y, scratch, tab);", "y",
+                   f"  int8_t y[{acc.size}], scratch[{slots * cols * c}];\n"
+                   f"  qc_mve_dw_s8_rows({fn}, &P, &G, {tab}, {prog.array('int8_t', x)}, y, scratch);", "y",
                    rescale(acc.reshape(-1, c), mults, shifts, ROUNDINGS[dbl], zp, lo, hi))
 
 

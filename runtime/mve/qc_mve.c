@@ -262,17 +262,13 @@ static void qc_mve_copy8(int8_t *d, const int8_t *s, int8_t v, int32_t bytes) {
   }
 }
 
-void qc_mve_dw_s8_rows(qc_mve_dw_fn *fn, const qc_mve_dw_params *P, const qc_mve_dw_geo *G, const int8_t *x,
-                       int8_t *y, int8_t *scratch, uintptr_t *tab) {
+void qc_mve_dw_s8_rows(qc_mve_dw_fn *fn, const qc_mve_dw_params *P, const qc_mve_dw_geo *G, const uintptr_t *tab,
+                       const int8_t *x, int8_t *y, int8_t *scratch) {
   const int32_t c = P->n, row = G->cols * c, slots = G->slots, taps = G->kh * G->kw;
-  const int32_t copied = G->iw * c;  /* (an exact output size puts every input column in the scratch) */
-  qc_mve_copy8(scratch, NULL, (int8_t)G->pad, slots * row);
-  for (int32_t first = 0; first < slots; ++first) {  /* the taps' offsets of a window whose first row is in `first` */
-    for (int32_t ky = 0; ky < G->kh; ++ky) {
-      for (int32_t kx = 0; kx < G->kw; ++kx) {
-        tab[(first * G->kh + ky) * G->kw + kx] = (uintptr_t)((first + ky * G->dy) % slots * row + kx * G->dx * c);
-      }
-    }
+  const int32_t left = G->pl * c, copied = G->iw * c;  /* (an exact output size puts every input column in a row) */
+  for (int32_t s = 0; s < slots; ++s) {  /* the padding columns (the rows' copies leave them) */
+    qc_mve_copy8(scratch + s * row, NULL, (int8_t)G->pad, left);
+    qc_mve_copy8(scratch + s * row + left + copied, NULL, (int8_t)G->pad, row - left - copied);
   }
   for (int32_t n = 0; n < G->n; ++n) {
     const int8_t *xn = x + n * G->ih * G->iw * c;
@@ -281,8 +277,8 @@ void qc_mve_dw_s8_rows(qc_mve_dw_fn *fn, const qc_mve_dw_params *P, const qc_mve
       const int32_t iy0 = oy * G->sy - G->pt, last = iy0 + (G->kh - 1) * G->dy;
       for (int32_t r = next > iy0 ? next : iy0; r <= last; ++r) {
         const int inside = r >= 0 && r < G->ih;
-        qc_mve_copy8(scratch + (r + G->pt) % slots * row + G->pl * c, inside ? xn + r * G->iw * c : NULL,
-                      (int8_t)G->pad, copied);
+        qc_mve_copy8(scratch + (r + G->pt) % slots * row + left, inside ? xn + r * G->iw * c : NULL,
+                     (int8_t)G->pad, copied);
       }
       next = last + 1;
       fn(P, tab + (iy0 + G->pt) % slots * taps, scratch, y, G->ow, G->sx * c);

@@ -96,10 +96,10 @@ typedef struct {
    qc_mve_dw_s8_*) per row over `scratch`, a ring of G->slots padded input rows (input row r in slot (r + pt) mod
    slots, its pixels from column pl on, the pad value around them and in the rows outside the input): every pixel
    of the row is interior there, its taps at offsets from the scratch (tab: slots tables of kh * kw, one per slot
-   of the window's first row, written once), stepping by sx pixels. Each input row is copied once per batch (16
+   of the window's first row, made at generation time), stepping by sx pixels. Each input row is copied once per batch (16
    bytes a load and store, tail-predicated). */
-void qc_mve_dw_s8_rows(qc_mve_dw_fn *fn, const qc_mve_dw_params *P, const qc_mve_dw_geo *G, const int8_t *x,
-                       int8_t *y, int8_t *scratch, uintptr_t *tab);
+void qc_mve_dw_s8_rows(qc_mve_dw_fn *fn, const qc_mve_dw_params *P, const qc_mve_dw_geo *G, const uintptr_t *tab,
+                       const int8_t *x, int8_t *y, int8_t *scratch);
 
 /* The constants of qc_mve_dw_s32 (qc_mve_conv.h): w: the int8 weights [taps][n] (as the graph holds them); base:
    the accumulators' start per channel, bias[c] - izp * the sum of channel c's weights (made at generation time);

@@ -220,7 +220,7 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
         fn = f"qc_mve_dw_s8_{'double' if _dbl(rq) else 'single'}{'' if (rq.lo, rq.hi) == INT8_RANGE else '_clamp'}"
         geometry, scratch = _padded_rows(c)
         if geometry:
-            arrays.pop("taps", None)  # (the kernel writes the offsets into the scratch per row)
+            arrays["taps"] = step_array(names, "dw_slot_offsets", _slot_offsets(g, c.rows), "uintptr_t")
             reason += f", one call per output row over {scratch} B of padded input rows"
         params = Depthwise(fn, True, c.rows, c.taps, copies, rq.output_zp, rq.lo, rq.hi, geometry, scratch)
         return KernelChoice(fn, reason + ", int8 outputs of an exact 32-bit requantization (shifts >= 33), weights "
@@ -252,6 +252,14 @@ def _padded_rows(c: ConvStep) -> tuple[tuple[int, ...], int]:
         return (), 0
     return (g.n, g.ih, g.iw, g.oh, g.ow, g.kh, g.kw, g.sy, g.sx, g.dy, g.dx, g.pt, g.pl, slots, cols,
             c.pad_value), scratch
+
+
+def _slot_offsets(g: WindowLoops, channels: int) -> np.ndarray:
+    """The taps' offsets in the scratch of qc_mve_dw_s8_rows (rows of `cols` pixels in a ring of `slots`): a table of
+    kh * kw per slot of the window's first row."""
+    slots, cols = (g.kh - 1) * g.dy + 1, (g.ow - 1) * g.sx + (g.kw - 1) * g.dx + 1
+    return np.array([((first + ky * g.dy) % slots * cols + kx * g.dx) * channels for first in range(slots)
+                     for ky in range(g.kh) for kx in range(g.kw)], np.uint32)
 
 
 def _border_cost(g: WindowLoops) -> int:
