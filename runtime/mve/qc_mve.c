@@ -181,6 +181,21 @@ static inline __attribute__((always_inline)) void qc_mve_dw_pixels9(const uintpt
   }
 }
 
+/* qc_mve_dw_pixels9 of each requantization, out of line: one copy of its asm for the pixel runs and the pixels. */
+#define QC_MVE_DW_PIXELS9_FN(name, dbl, clamp)                                                                   \
+  static __attribute__((noinline)) void name(const uintptr_t *tab, uintptr_t b, const int8_t *w0,               \
+                                             const int32_t *pr0, int8_t *y, int32_t blocks, int32_t count,         \
+                                             int32_t skip) {                                                       \
+    qc_mve_dw_pixels9(tab, b, w0, pr0, y, blocks, count, skip, dbl, clamp);                                      \
+  }
+QC_MVE_DW_PIXELS9_FN(qc_mve_dw_pixels9_single, 0, 0)
+QC_MVE_DW_PIXELS9_FN(qc_mve_dw_pixels9_single_clamp, 0, 1)
+QC_MVE_DW_PIXELS9_FN(qc_mve_dw_pixels9_double, 1, 0)
+QC_MVE_DW_PIXELS9_FN(qc_mve_dw_pixels9_double_clamp, 1, 1)
+#define QC_MVE_DW_PIXELS9(dbl, clamp)                                                                            \
+  ((dbl) ? ((clamp) ? qc_mve_dw_pixels9_double_clamp : qc_mve_dw_pixels9_double)                               \
+         : ((clamp) ? qc_mve_dw_pixels9_single_clamp : qc_mve_dw_pixels9_single))
+
 /* All n channels of `count` output pixels, tap t of pixel i at b + i * step + tab[t]; int8 outputs at y, the next
    pixel's at + n (the constants as qc_mve_dw_params). */
 static inline __attribute__((always_inline)) void qc_mve_dw_pixels(const int8_t *w, const int32_t *pr, int32_t n,
@@ -189,13 +204,13 @@ static inline __attribute__((always_inline)) void qc_mve_dw_pixels(const int8_t 
   const int32_t n16 = n / 16 * 16, wb = taps * 16;
   if (taps == 9 && n16 == n && (n16 >= 32 || count > 1)) {  /* (one pixel of one block: the 9 pointers' set-up
                                                                 costs what they save) */
-    qc_mve_dw_pixels9(tab, (uintptr_t)b, w, pr, y, n16 / 16, count, step - n, dbl, clamp);
+    QC_MVE_DW_PIXELS9(dbl, clamp)(tab, (uintptr_t)b, w, pr, y, n16 / 16, count, step - n);
     return;
   }
   for (int32_t i = 0; i < count; ++i, b += step, y += n) {
     int32_t c = 0;
     if (taps == 9 && n16 >= 32) {
-      qc_mve_dw_pixels9(tab, (uintptr_t)b, w, pr, y, n16 / 16, 1, 0, dbl, clamp);
+      QC_MVE_DW_PIXELS9(dbl, clamp)(tab, (uintptr_t)b, w, pr, y, n16 / 16, 1, 0);
       c = n16;
     }
     for (; c < n16; c += 16) {
