@@ -16,6 +16,7 @@
  *   dot_s8, dot_4rows_s8       sums of int8 products of 1 or 4 weight rows (the step requantizes);
  *   dw_s8_<rq>[_clamp], dw_s32 depthwise convolution pixels, requantized to int8 (rq: single, double: TOSA
  *                              SINGLE_ROUND / DOUBLE_ROUND; _clamp: a clamp inside int8) or as int32 sums;
+ *   dw_s8_rows                 a whole depthwise step, one dw_s8_* call per output row over padded input rows;
  *   mla_s8                     one depthwise tap of the portable loops;
  *   pool_sum_s8_{s16,s32}      AVG_POOL2D window sums of int8 channels;
  *   ew_*                       the parts of a requantizing element-wise chain, 4 int32 lanes at a time.
@@ -92,12 +93,12 @@ typedef struct {
   int32_t n, ih, iw, oh, ow, kh, kw, sy, sx, dy, dx, pt, pl, slots, cols, pad;
 } qc_mve_dw_geo;
 
-/* A whole depthwise step one output row at a time, by one call of fn (one of
-   qc_mve_dw_s8_*) per row over `scratch`, a ring of G->slots padded input rows (input row r in slot (r + pt) mod
-   slots, its pixels from column pl on, the pad value around them and in the rows outside the input): every pixel
-   of the row is interior there, its taps at offsets from the scratch (tab: slots tables of kh * kw, one per slot
-   of the window's first row, made at generation time), stepping by sx pixels. Each input row is copied once per batch (16
-   bytes a load and store, tail-predicated). */
+/* A whole depthwise step one output row at a time, by one call of fn (one of qc_mve_dw_s8_*) per row over
+   `scratch`, a ring of G->slots padded input rows (input row r in slot (r + pt) mod slots, its pixels from column pl
+   on, the pad value around them and in the rows outside the input): every pixel of the row is interior there, its
+   taps at offsets from the scratch (tab: slots tables of kh * kw, one per slot of the window's first row, made at
+   generation time), stepping by sx pixels. Each input row is copied once per batch (16 bytes a load and store,
+   tail-predicated); the padding columns are written once. */
 void qc_mve_dw_s8_rows(qc_mve_dw_fn *fn, const qc_mve_dw_params *P, const qc_mve_dw_geo *G, const uintptr_t *tab,
                        const int8_t *x, int8_t *y, int8_t *scratch);
 

@@ -10,8 +10,10 @@ int8 x int8 convolutions with weight zero point 0 and rows of at most 65,535 ele
 - DEPTHWISE_CONV2D (multiplier 1, constant weights and bias, |bias| + taps 2^17 < 2^31): blocks of 16 channels in
   registers over the taps, one call per run of interior pixels of an output row (qc_mve_dw_s8_*: int8 outputs of an
   exact 32-bit requantization, weights in [-127, 127]: tap pairs added in int16, requantized and narrowed in
-  registers; qc_mve_dw_s32: int32 sums, stored as they are or requantized by the step); other int8 depthwise: the
-  portable loops with a vector tap (qc_mve_mla_s8).
+  registers; a step reading padding, where copying its input rows costs less than its border pixels' calls and
+  tables: one call per output row over a stack ring of padded input rows, qc_mve_dw_s8_rows; qc_mve_dw_s32: int32
+  sums, stored as they are or requantized by the step); other int8 depthwise: the portable loops with a vector tap
+  (qc_mve_mla_s8).
 Besides: AVG_POOL2D window sums of int8 inputs in vectors (qc_mve_pool_sum_*), FUSED_ELEMENTWISE chains of exact
 requantizations, clamps and int32 additions 4 lanes at a time (qc_mve_ew_*), and every FUSED_CONV output stored by
 template C with the SMLAL requantization of runtime/cortex-m/qc_cm_rq.h where it is exact."""
@@ -241,7 +243,7 @@ def _padded_rows(c: ConvStep) -> tuple[tuple[int, ...], int]:
     run of interior pixels and one per border pixel: without padding, a scratch above DW_ROWS_SCRATCH, or where
     copying the input rows costs more than the border pixels' tables and calls (_border_cost)."""
     g = c.window
-    slots, cols = (g.kh - 1) * g.dy + 1, (g.ow - 1) * g.sx + (g.kw - 1) * g.dx + 1
+    slots, cols = _ring(g)
     scratch = slots * cols * c.rows
     if g.all_interior or scratch > DW_ROWS_SCRATCH:
         return (), 0
@@ -254,10 +256,15 @@ def _padded_rows(c: ConvStep) -> tuple[tuple[int, ...], int]:
             c.pad_value), scratch
 
 
+def _ring(g: WindowLoops) -> tuple[int, int]:
+    """(slots, cols) of the scratch of qc_mve_dw_s8_rows: the rows a window spans, the pixels an output row reads."""
+    return (g.kh - 1) * g.dy + 1, (g.ow - 1) * g.sx + (g.kw - 1) * g.dx + 1
+
+
 def _slot_offsets(g: WindowLoops, channels: int) -> np.ndarray:
     """The taps' offsets in the scratch of qc_mve_dw_s8_rows (rows of `cols` pixels in a ring of `slots`): a table of
     kh * kw per slot of the window's first row."""
-    slots, cols = (g.kh - 1) * g.dy + 1, (g.ow - 1) * g.sx + (g.kw - 1) * g.dx + 1
+    slots, cols = _ring(g)
     return np.array([((first + ky * g.dy) % slots * cols + kx * g.dx) * channels for first in range(slots)
                      for ky in range(g.kh) for kx in range(g.kw)], np.uint32)
 
