@@ -251,3 +251,101 @@ void qc_dsp_dw_s32_c4(const qc_dsp_dw_params *P, const uintptr_t *tab, const int
   }
 QC_DSP_RQ_VARIANTS(QC_DSP_DW_DEFINE, dw)
 QC_DSP_RQ_EXC_VARIANTS(QC_DSP_DW_DEFINE, dw)
+
+/* ---- Depthwise 3x3 over planes of one channel (qc_dsp_dwr_*) ------------------------------------------------- */
+
+/* The sums of pixels q = 0 .. 2 pairs - 1 of a plane of one channel at a (int32, pairs >= 1): pixel q's window is
+   plane[q + k pw + j], k, j < 3 (the plane's rows of pw int16 one after the other: pixel r pw + ox is output pixel
+   ox of the band's row r when ox < ow, else unused). r0, r1, r2: the plane and its rows 1 and 2 (4-byte aligned).
+   Per pair q, q + 1 (q even) and kernel row: LDRD of (x[q], x[q + 1]) and (x[q + 2], x[q + 3]), then
+   p0 += x[q] w0 + x[q + 1] w1 (SMLAD, wa = w0 | w1 << 16) + x[q + 2] w2 (SMLABT, wb = w1 | w2 << 16),
+   p1 += x[q + 1] w0 (SMLATB) + x[q + 2] w1 + x[q + 3] w2 (SMLAD): 15 instructions per 18 MACs, then the pair's
+   STRD and the loop's end (pushed on the stack: the 14 registers hold the 6 weight pairs, 3 row pointers, the sums'
+   pointer, 2 loaded words and 2 sums). Exact: |x| <= 128 (int8 inputs and pad values), |w| <= 256 (the doubled
+   weights of mode 3), so |x w| <= 2^15 and |p| <= 9 2^15 < 2^19. */
+#define QC_DSP_DWR_KROW(r, wb, first)                                                                               \
+  "ldrd %[l0], %[l1], [%[" r "]], #4\n\t"                                                                         \
+  first                                                                                                             \
+  "smlabt %[p0], %[l1], %[" wb "], %[p0]\n\t"                                                                     \
+  "smlad %[p1], %[l1], %[" wb "], %[p1]\n\t"
+#define QC_DSP_DWR_NEXT(wa)                                                                                         \
+  "smlad %[p0], %[l0], %[" wa "], %[p0]\n\t"                                                                      \
+  "smlatb %[p1], %[l0], %[" wa "], %[p1]\n\t"
+static __attribute__((noinline)) void qc_dsp_dwr_pairs(const int16_t *r0, int32_t pw, int32_t *a,
+                                                                   int32_t pairs, const int32_t *w) {
+  const int16_t *r1 = r0 + pw, *r2 = r0 + 2 * pw;
+  uint32_t l0, l1;
+  int32_t p0 = (int32_t)(uintptr_t)(a + 2 * pairs), p1;  /* (the end, pushed: all 14 registers are taken) */
+  __asm__ volatile("push {%[p0]}\n"
+                   "1:\n\t"
+                   QC_DSP_DWR_KROW("r0", "wb0", "smuad %[p0], %[l0], %[wa0]\n\t"
+                                                "smultb %[p1], %[l0], %[wa0]\n\t")
+                   QC_DSP_DWR_KROW("r1", "wb1", QC_DSP_DWR_NEXT("wa1"))
+                   QC_DSP_DWR_KROW("r2", "wb2", QC_DSP_DWR_NEXT("wa2"))
+                   "strd %[p0], %[p1], [%[a]], #8\n\t"
+                   "ldr %[p0], [sp]\n\t"
+                   "cmp %[a], %[p0]\n\t"
+                   "bne 1b\n\t"
+                   "add sp, sp, #4"
+                   : [r0] "+r"(r0), [r1] "+r"(r1), [r2] "+r"(r2), [a] "+r"(a), [l0] "=&r"(l0), [l1] "=&r"(l1),
+                     [p0] "+r"(p0), [p1] "=&r"(p1)
+                   : [wa0] "r"(w[1]), [wb0] "r"(w[2]), [wa1] "r"(w[3]), [wb1] "r"(w[4]), [wa2] "r"(w[5]),
+                     [wb2] "r"(w[6])
+                   : "cc", "memory");
+}
+
+/* qc_dsp_dwr_s8_<rq> (qc_cm_dsp.h): per band of nb output rows, the plane filled with the pad value, then per
+   channel its input rows widened into it (input column j of row r at plane[r pw + pl + j]; a window reaching past
+   its row's end reads the next row's first columns, pad values: pw >= ow + 2 - pl), the sums of the band's pixels
+   in pairs, and the outputs: start + sum requantized (qc_dsp_rq8; |start + sum| is the accumulator, which the
+   kernel choice bounds below 2^31, 2^30 doubled). */
+static inline __attribute__((always_inline)) void qc_dsp_dwr(const qc_dsp_dwr_params *P, const int8_t *x, int8_t *y,
+    int16_t *plane, int32_t *acc, int mode, int pc, int clamp) {
+  const int32_t n = P->n, ih = P->ih, iw = P->iw, oh = P->oh, ow = P->ow, pw = P->pw, pl = P->pl;
+  const int32_t zp2p1 = P->zp2p1, lo = P->lo, hi = P->hi;
+  const int16_t pad = (int16_t)P->pad;
+  for (int32_t b0 = 0; b0 < oh; b0 += P->nb) {
+    const int32_t rows = oh - b0 < P->nb ? oh - b0 : P->nb, iy0 = b0 - P->pt;
+    const int32_t r_lo = iy0 < 0 ? -iy0 : 0, r_hi = ih - iy0 < rows + 2 ? ih - iy0 : rows + 2;
+    for (int32_t j = 0; j < (rows + 2) * pw + 4; ++j) {
+      plane[j] = pad;
+    }
+    for (int32_t c = 0; c < n; ++c) {
+      const int32_t *w = P->w + 7 * c;
+      for (int32_t r = r_lo; r < r_hi; ++r) {
+        const int8_t *s = x + (iy0 + r) * iw * n + c;
+        int16_t *d = plane + r * pw + pl;
+        int32_t j = 0;
+        for (; j + 1 < iw; j += 2, s += 2 * n) {
+          d[j] = s[0];
+          d[j + 1] = s[n];
+        }
+        if (j < iw) {
+          d[j] = s[0];
+        }
+      }
+      qc_dsp_dwr_pairs(plane, pw, acc, ((rows - 1) * pw + ow + 1) / 2, w);
+      const int32_t start = w[0];
+      const int32_t *rq = pc ? P->rq + 2 * c : P->rq;
+      const int32_t q[2] = {rq[0], rq[1]};
+      int8_t *yc = y + b0 * ow * n + c;
+      for (int32_t r = 0; r < rows; ++r) {
+        const int32_t *a = acc + r * pw;
+        for (int32_t ox = 0; ox < ow; ++ox, yc += n) {
+          int32_t v = a[ox] + start;
+          *yc = qc_dsp_rq8(v, q, zp2p1, lo, hi, mode, clamp);
+          if (mode == 4 && qc_dsp_excepted(P->exc_start, c, 1, pc)) {
+            qc_dsp_except(P->exc_start, P->exc_acc, P->exc_value, c, 1, pc, &v, yc - c);
+          }
+        }
+      }
+    }
+  }
+}
+
+#define QC_DSP_DWR_DEFINE(RQ, MODE, PC, CLAMP, A)                                                                  \
+  void qc_dsp_dwr_s8_##RQ(const qc_dsp_dwr_params *P, const int8_t *x, int8_t *y, int16_t *plane, int32_t *acc) { \
+    qc_dsp_dwr(P, x, y, plane, acc, QC_DSP_DW_MODE(MODE), PC, CLAMP);                                              \
+  }
+QC_DSP_RQ_VARIANTS(QC_DSP_DWR_DEFINE, dwr)
+QC_DSP_RQ_EXC_VARIANTS(QC_DSP_DWR_DEFINE, dwr)

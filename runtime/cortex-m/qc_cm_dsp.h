@@ -82,6 +82,28 @@ void qc_dsp_dw_s32_c4(const qc_dsp_dw_params *P, const uintptr_t *tab, const int
 QC_DSP_RQ_VARIANTS(QC_DSP_DW_DECLARE, dw)
 QC_DSP_RQ_EXC_VARIANTS(QC_DSP_DW_DECLARE, dw)
 
+/* The constants of qc_dsp_dwr_*: w: per channel 7 int32 words, the accumulator's start, then per kernel row ky
+   the int16 pairs (w[ky][0] | w[ky][1] << 16), (w[ky][1] | w[ky][2] << 16) (qcodegen/kernels/cortex_m_dsp/
+   layouts.py dsp_dw_rows); rq, zp2p1, lo, hi, exc_*: as qc_dsp_dw_params; n: the channels; ih, iw, oh, ow: the
+   input and output rows and columns; pt, pl: the top and left padding; pad: the value a tap outside the input
+   reads; nb: the output rows of a band (the scratch: a plane of (nb + 2) x pw int16, 4-byte aligned, and nb x ow
+   int32 sums); pw: the plane's row length (even, >= pl + iw, >= ow + 3). */
+typedef struct {
+  const int32_t *w, *rq;
+  int32_t n, ih, iw, oh, ow, pt, pl, pad, nb, pw, zp2p1, lo, hi;
+  const int32_t *exc_start, *exc_acc, *exc_value;
+} qc_dsp_dwr_params;
+
+/* dwr_s8_<rq>: a 3x3 depthwise convolution (stride and dilation 1, multiplier 1) of one image x [ih][iw][n] into
+   y [oh][ow][n] (int8, requantized as qc_dsp_rq8), channel by channel over bands of nb output rows: the band's
+   input rows of the channel widened into the plane (int16, pad values around the input), the sums of pixel pairs
+   from it (SMUAD/SMLAD/SMLATB/SMLABT over (x[c-1], x[c]), (x[c+1], x[c+2]) and the kernel row's weight pairs),
+   then the outputs. plane, acc: the scratch (qc_dsp_dwr_params). */
+#define QC_DSP_DWR_DECLARE(RQ, MODE, PC, CLAMP, A)                                                                 \
+  void qc_dsp_dwr_s8_##RQ(const qc_dsp_dwr_params *P, const int8_t *x, int8_t *y, int16_t *plane, int32_t *acc);
+QC_DSP_RQ_VARIANTS(QC_DSP_DWR_DECLARE, dwr)
+QC_DSP_RQ_EXC_VARIANTS(QC_DSP_DWR_DECLARE, dwr)
+
 /* The int8 output of accumulator v requantized with q = {multiplier m, shift s less 33, or 32 in mode 2} (TOSA
    apply_scale_32 + zero point, exactly, for 33 <= s <= 62), SSAT, and with `clamp` the clamp to lo..hi. With
    X = v m + R0 (R0 = 0 for the single rounding; for the double, 2^30 - 2^31 (v < 0)), the value is

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ir.schedule import StepIO
+from ...primitives.geometry import WindowLoops
 from ..conv import PATCH_LIMIT, ConvStep, Requantization, exception_const_arrays
 from ..generic import conv_or_portable, portable
 from ..names import ArrayNames
@@ -38,6 +39,7 @@ DW_FILES = RQ_FILES + ("cortex-m/qc_cm_dsp.h", "cortex-m/qc_cm_dsp.c")
 STEP_ATTRIBUTES = "__attribute__((noinline))"
 FIXED_GROUPS = 10  # rows of at most this many groups of 4 elements get a fully unrolled qc_dsp_conv_3px_*_g<n>
 MAX_RELAID_ROW = 2048  # the longest row the DSP dot kernels take (the stack buffer of widened inputs: 4 KiB)
+DW_ROWS_SCRATCH = 3072  # bytes of qc_dsp_dwr_*'s stack scratch (a band's plane of int16 and its int32 sums)
 
 
 def exact_s33(rq: Requantization) -> bool:
@@ -155,6 +157,29 @@ class Depthwise:
     hi: int
     pair: str
     pair_run: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class DwRows:
+    """form "dw_rows": fn (qc_dsp_dwr_s8_<rq>) over one image of the step's geometry g (3x3, stride and dilation
+    1): channel by channel, per band of nb output rows, the input rows widened into a plane of (nb + 2) x pw int16
+    (plane_len with its 4 trailing pad values) and the pixels' sums in acc_len int32; pad: the value a tap outside
+    the input reads; zp2p1, lo, hi: as Depthwise."""
+
+    fn: str
+    g: WindowLoops
+    pad: int
+    nb: int
+    pw: int
+    plane_len: int
+    acc_len: int
+    zp2p1: int
+    lo: int
+    hi: int
+
+    @property
+    def scratch_bytes(self) -> int:
+        return 2 * self.plane_len + 4 * self.acc_len
 
 
 def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoice:
@@ -296,6 +321,9 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
     mode = _rq_mode(c.rq, bias + c.taps * 2 ** 15) if int8 and c.rq else -1
     if mode == 2 and bias + c.taps * 3 * 2 ** 14 >= 2 ** 30:  # the doubled partial sums of mode 2 in int32
         mode = 1
+    rows_plan = _dw_rows_plan(c) if int8 else None
+    if rows_plan is not None:
+        return _dw_rows(c, names, mode, rows_plan, reason)
     # mode 2: the sums doubled (qc_cm_dsp.c: qc_dsp_rq8 mode 3 without the doubling ADD)
     arrays = {"q": step_array(names, "dw_q15_base",
                               layouts.dsp_dw_q15_base(taps, c.bias_per_row(), c.izp, 2 if mode == 2 else 1))}
@@ -329,3 +357,40 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
     unread = {2} if c.rows % 4 else {1, 2}
     return KernelChoice(fn, reason, "dsp_dw_q15_base", "dw_table", arrays, params, frozenset(unread),
                         step_constants=not runs, requantize=None if runs else store, files=DW_FILES)
+
+
+def _dw_rows_plan(c: ConvStep) -> tuple[int, int] | None:
+    """(pw, nb) of qc_dsp_dwr_* for a 3x3 window of stride and dilation 1 (None: another shape, or no band of one
+    row fits DW_ROWS_SCRATCH): the plane's row length pw, even (its rows 4-byte aligned for LDRD), holding the
+    left padding and the input row (pl + iw), and long enough that a window reaching past its row's end reads the
+    next row's left padding (ow + 2 - pl); nb: the output rows of a band."""
+    g = c.window
+    if (g.kh, g.kw, g.sy, g.sx, g.dy, g.dx) != (3, 3, 1, 1, 1, 1) or not -128 <= c.pad_value <= 127:
+        return None
+    pw = max(g.pl + g.iw, g.ow + 2 - g.pl)
+    pw += pw % 2
+    fits = [nb for nb in range(1, g.oh + 1) if _dw_rows_lengths(pw, nb, g.ow)[2] <= DW_ROWS_SCRATCH]
+    return (pw, max(fits)) if fits else None
+
+
+def _dw_rows_lengths(pw: int, nb: int, ow: int) -> tuple[int, int, int]:
+    """(plane_len, acc_len, bytes) of qc_dsp_dwr_*'s scratch: nb + 2 plane rows and 4 trailing values (the last
+    pair's window reads 2 past the last row's end), and the sums of every pair of the band's flat pixels."""
+    plane_len = (nb + 2) * pw + 4
+    acc_len = ((nb - 1) * pw + ow + 1) // 2 * 2
+    return plane_len, acc_len, 2 * plane_len + 4 * acc_len
+
+
+def _dw_rows(c: ConvStep, names: ArrayNames, mode: int, plan: tuple[int, int], reason: str) -> KernelChoice:
+    assert c.rq is not None
+    g, (pw, nb) = c.window, plan
+    plane_len, acc_len, scratch = _dw_rows_lengths(pw, nb, g.ow)
+    arrays = {"w": step_array(names, "dw_rows", layouts.dsp_dw_rows(c.weight_rows(), c.bias_per_row(), c.izp,
+                                                                    2 if mode == 2 else 1)),
+              "rq": step_array(names, f"rq{mode}", _rq_pairs(c.rq, mode)), **exception_const_arrays(c.rq, names)}
+    params = DwRows(f"qc_dsp_dwr_s8_{_rq_name(c.rq, mode)}", g, c.pad_value, nb, pw, plane_len, acc_len,
+                    2 * c.rq.output_zp + 1, c.rq.lo, c.rq.hi)
+    reason += (f", int8 outputs of an exact 32-bit requantization (shifts >= 33); 3x3, stride and dilation 1: "
+               f"channel by channel over int16 planes, bands of {nb} output rows, {scratch} B of stack")
+    return KernelChoice(params.fn, reason, "dsp_dw_rows", "dw_rows", arrays, params, frozenset({1, 2}),
+                        step_constants=False, files=DW_FILES)

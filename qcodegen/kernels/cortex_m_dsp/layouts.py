@@ -108,3 +108,17 @@ def dsp_packed(words: np.ndarray, starts: np.ndarray, pairs: np.ndarray, zp2p1: 
     pairs = np.broadcast_to(pairs, (rows, 2)).astype(np.int64)
     rq = np.concatenate([pairs, zp2p1 << pairs[:, 1:]], axis=1).reshape(rows // 2, 6)
     return np.concatenate([starts.reshape(rows // 2, 2), per_pair, rq], axis=1).reshape(-1).astype(np.int32)
+
+
+def dsp_dw_rows(taps: np.ndarray, bias: np.ndarray, izp: int, scale: int = 1) -> np.ndarray:
+    """The constants of qc_dsp_dwr_* (3x3 depthwise weights [9, channels], tap ky * 3 + kx; multiplier 1): per
+    channel 7 int32 words, the accumulator's start bias - izp * the sum of its weights (the kernel reads the
+    inputs as they are, the pad value izp outside the input), then per kernel row ky the int16 pairs
+    (w[ky][0] | w[ky][1] << 16) and (w[ky][1] | w[ky][2] << 16) of SMLAD / SMLABT / SMLATB. scale 2: of the doubled
+    weights and bias (qc_dsp_rq8 mode 3)."""
+    w, bias = taps.astype(np.int64) * scale, bias.astype(np.int64) * scale
+    k = w.reshape(3, 3, -1) & 0xFFFF  # ky, kx, channel
+    pairs = np.stack([k[:, 0] | k[:, 1] << 16, k[:, 1] | k[:, 2] << 16], axis=1)  # ky, pair, channel
+    words = pairs.reshape(6, -1).T.astype(np.uint32).view(np.int32)
+    start = (bias - izp * w.sum(axis=0)).astype(np.int32)
+    return np.concatenate([start[:, None], words], axis=1).reshape(-1)
