@@ -294,58 +294,138 @@ static __attribute__((noinline)) void qc_dsp_dwr_pairs(const int16_t *r0, int32_
                    : "cc", "memory");
 }
 
-/* qc_dsp_dwr_s8_<rq> (qc_cm_dsp.h): per band of nb output rows, the plane filled with the pad value, then per
-   channel its input rows widened into it (input column j of row r at plane[r pw + pl + j]; a window reaching past
-   its row's end reads the next row's first columns, pad values: pw >= ow + 2 - pl), the sums of the band's pixels
-   in pairs, and the outputs: start + sum requantized (qc_dsp_rq8; |start + sum| is the accumulator, which the
-   kernel choice bounds below 2^31, 2^30 doubled). */
-static inline __attribute__((always_inline)) void qc_dsp_dwr(const qc_dsp_dwr_params *P, const int8_t *x, int8_t *y,
-    int16_t *plane, int32_t *acc, int mode, int pc, int clamp) {
-  const int32_t n = P->n, ih = P->ih, iw = P->iw, oh = P->oh, ow = P->ow, pw = P->pw, pl = P->pl;
-  const int32_t zp2p1 = P->zp2p1, lo = P->lo, hi = P->hi;
-  const int16_t pad = (int16_t)P->pad;
-  for (int32_t b0 = 0; b0 < oh; b0 += P->nb) {
-    const int32_t rows = oh - b0 < P->nb ? oh - b0 : P->nb, iy0 = b0 - P->pt;
-    const int32_t r_lo = iy0 < 0 ? -iy0 : 0, r_hi = ih - iy0 < rows + 2 ? ih - iy0 : rows + 2;
-    for (int32_t j = 0; j < (rows + 2) * pw + 4; ++j) {
-      plane[j] = pad;
+/* The constants of a channel's outputs (qc_dsp_dwr_outs): its start, requantization pair {m, s}, zp2p1, the clamp
+   lo, hi, the channel c and the pixel stride n (the channels), the exceptions' arrays. */
+typedef struct {
+  int32_t start, q[2], zp2p1, lh[2], c, n;
+  const int32_t *exc_start, *exc_acc, *exc_value;
+} qc_dsp_dwr_channel;
+
+/* The output of sum v (start included) at yc (qc_dsp_rq8; mode 4: then the channel's exceptions). */
+static inline __attribute__((always_inline)) void qc_dsp_dwr_out(const qc_dsp_dwr_channel *C, int32_t v, int8_t *yc,
+                                                                 int mode, int pc, int clamp) {
+  *yc = qc_dsp_rq8(v, C->q, C->zp2p1, C->lh[0], C->lh[1], mode, clamp);
+  if (mode == 4 && qc_dsp_excepted(C->exc_start, C->c, 1, pc)) {
+    qc_dsp_except(C->exc_start, C->exc_acc, C->exc_value, C->c, 1, pc, &v, yc - C->c);
+  }
+}
+
+/* The outputs of one channel's sums of a band (qc_dsp_dwr_pairs: `rows` rows of ow sums, pw apart) at y (the
+   channel's first output; the next pixel's n further), C copied into locals: the int8 stores could alias it. */
+static inline __attribute__((always_inline)) void qc_dsp_dwr_outs(const qc_dsp_dwr_channel *C, const int32_t *a,
+    int8_t *y, int32_t rows, int32_t ow, int32_t pw, int mode, int pc, int clamp) {
+  const qc_dsp_dwr_channel L = *C;
+  const int32_t n = L.n;
+  for (int32_t r = 0; r < rows; ++r, a += pw - ow) {
+    const int32_t *end = a + (ow & ~1);
+    if (mode == 3 && !clamp && a != end) {
+      /* mode 3 without the clamp: per pair of sums 18 instructions (qc_dsp_rq8 mode 3 of both, then SMMULR's
+         temporary and the loop's count in the 11 registers GCC's loop spilled from) */
+      int32_t v0, v1, t, pairs = ow >> 1;
+      __asm__ volatile("1:\n\t"
+                       "ldrd %[v0], %[v1], [%[a]], #8\n\t"
+                       "add %[v0], %[v0], %[st]\n\t"
+                       "add %[v1], %[v1], %[st]\n\t"
+                       "smmulr %[t], %[v0], %[m]\n\t"
+                       "add %[v0], %[t], %[v0], asr #31\n\t"
+                       "smmulr %[t], %[v1], %[m]\n\t"
+                       "add %[v1], %[t], %[v1], asr #31\n\t"
+                       "asr %[v0], %[v0], %[s]\n\t"
+                       "asr %[v1], %[v1], %[s]\n\t"
+                       "add %[v0], %[v0], %[zp]\n\t"
+                       "add %[v1], %[v1], %[zp]\n\t"
+                       "ssat %[v0], #8, %[v0], asr #1\n\t"
+                       "ssat %[v1], #8, %[v1], asr #1\n\t"
+                       "strb %[v0], [%[y]]\n\t"
+                       "strb %[v1], [%[y], %[n]]\n\t"
+                       "add %[y], %[y], %[n], lsl #1\n\t"
+                       "subs %[k], %[k], #1\n\t"
+                       "bne 1b"
+                       : [a] "+r"(a), [y] "+r"(y), [k] "+r"(pairs), [v0] "=&r"(v0), [v1] "=&r"(v1), [t] "=&r"(t)
+                       : [st] "r"(L.start), [m] "r"(L.q[0]), [s] "r"(L.q[1]), [zp] "r"(L.zp2p1), [n] "r"(n)
+                       : "cc", "memory");
     }
-    for (int32_t c = 0; c < n; ++c) {
-      const int32_t *w = P->w + 7 * c;
-      for (int32_t r = r_lo; r < r_hi; ++r) {
-        const int8_t *s = x + (iy0 + r) * iw * n + c;
-        int16_t *d = plane + r * pw + pl;
-        int32_t j = 0;
-        for (; j + 1 < iw; j += 2, s += 2 * n) {
-          d[j] = s[0];
-          d[j + 1] = s[n];
+    for (; a != end; a += 2, y += 2 * n) {
+      const int32_t v0 = a[0] + L.start, v1 = a[1] + L.start;
+      qc_dsp_dwr_out(&L, v0, y, mode, pc, clamp);
+      qc_dsp_dwr_out(&L, v1, y + n, mode, pc, clamp);
+    }
+    if (ow & 1) {
+      qc_dsp_dwr_out(&L, *a++ + L.start, y, mode, pc, clamp);
+      y += n;
+    }
+  }
+}
+
+/* qc_dsp_dwr_s8_<rq> (qc_cm_dsp.h): per band of nb output rows, the pad values in the planes of 4 channels,
+   then per block of 4 channels their input rows widened into them (input column j of row r at
+   plane[r pw + pl + j]; a window reaching past its row's end reads the next row's first columns, pad values:
+   pw >= ow + 2 - pl), and per channel the sums of the band's pixels in pairs, then its outputs (outs: the
+   variant's qc_dsp_dwr_outs), start + sum requantized (|start + sum| is the accumulator, which the kernel choice
+   bounds below 2^31, 2^30 doubled). */
+static inline __attribute__((always_inline)) void qc_dsp_dwr(const qc_dsp_dwr_params *P, const int8_t *x, int8_t *y,
+    int16_t *plane, int32_t *acc, int pc,
+    void (*outs)(const qc_dsp_dwr_channel *, const int32_t *, int8_t *, int32_t, int32_t, int32_t)) {
+  const int32_t n = P->n, ih = P->ih, iw = P->iw, oh = P->oh, ow = P->ow, pw = P->pw, pl = P->pl, nb = P->nb;
+  const int32_t len = (nb + 2) * pw + 4, planes = n < 4 ? n : 4;
+  const int16_t pad = (int16_t)P->pad;
+  qc_dsp_dwr_channel C = {0, {0, 0}, P->zp2p1, {P->lo, P->hi}, 0, n, P->exc_start, P->exc_acc, P->exc_value};
+  for (int32_t b0 = 0; b0 < oh; b0 += nb) {
+    const int32_t rows = oh - b0 < nb ? oh - b0 : nb, iy0 = b0 - P->pt;
+    const int32_t r_lo = iy0 < 0 ? -iy0 : 0, r_hi = ih - iy0 < rows + 2 ? ih - iy0 : rows + 2;
+    for (int32_t i = 0; i < planes; ++i) {  /* the pad values: all but the input rows' input columns */
+      int16_t *p = plane + i * len;
+      for (int32_t r = 0; r < rows + 2; ++r, p += pw) {
+        const int32_t in = r >= r_lo && r < r_hi, left = in ? pl : pw;
+        for (int32_t j = 0; j < left; ++j) {
+          p[j] = pad;
         }
-        if (j < iw) {
-          d[j] = s[0];
+        for (int32_t j = in ? pl + iw : pw; j < pw; ++j) {
+          p[j] = pad;
         }
       }
-      qc_dsp_dwr_pairs(plane, pw, acc, ((rows - 1) * pw + ow + 1) / 2, w);
-      const int32_t start = w[0];
-      const int32_t *rq = pc ? P->rq + 2 * c : P->rq;
-      const int32_t q[2] = {rq[0], rq[1]};
-      int8_t *yc = y + b0 * ow * n + c;
-      for (int32_t r = 0; r < rows; ++r) {
-        const int32_t *a = acc + r * pw;
-        for (int32_t ox = 0; ox < ow; ++ox, yc += n) {
-          int32_t v = a[ox] + start;
-          *yc = qc_dsp_rq8(v, q, zp2p1, lo, hi, mode, clamp);
-          if (mode == 4 && qc_dsp_excepted(P->exc_start, c, 1, pc)) {
-            qc_dsp_except(P->exc_start, P->exc_acc, P->exc_value, c, 1, pc, &v, yc - c);
+      p[0] = p[1] = p[2] = p[3] = pad;
+    }
+    for (int32_t c0 = 0; c0 < n; c0 += 4) {
+      const int32_t k = n - c0 < 4 ? n - c0 : 4;
+      for (int32_t r = r_lo; r < r_hi; ++r) {
+        const int8_t *s = x + (iy0 + r) * iw * n + c0;
+        int16_t *d = plane + r * pw + pl;
+        if (k == 4) {
+          for (int32_t j = 0; j < iw; ++j, s += n) {
+            d[j] = s[0];
+            d[len + j] = s[1];
+            d[2 * len + j] = s[2];
+            d[3 * len + j] = s[3];
+          }
+        } else {
+          for (int32_t i = 0; i < k; ++i) {
+            for (int32_t j = 0; j < iw; ++j) {
+              d[i * len + j] = s[i + j * n];
+            }
           }
         }
+      }
+      for (int32_t i = 0; i < k; ++i) {
+        const int32_t *w = P->w + 7 * (c0 + i), *rq = pc ? P->rq + 2 * (c0 + i) : P->rq;
+        C.c = c0 + i;
+        C.start = w[0];
+        C.q[0] = rq[0];
+        C.q[1] = rq[1];
+        qc_dsp_dwr_pairs(plane + i * len, pw, acc, ((rows - 1) * pw + ow + 1) / 2, w);
+        outs(&C, acc, y + b0 * ow * n + c0 + i, rows, ow, pw);
       }
     }
   }
 }
 
 #define QC_DSP_DWR_DEFINE(RQ, MODE, PC, CLAMP, A)                                                                  \
+  static __attribute__((noinline)) void qc_dsp_dwr_outs_##RQ(const qc_dsp_dwr_channel *C, const int32_t *a,     \
+                                                             int8_t *y, int32_t rows, int32_t ow, int32_t pw) {  \
+    qc_dsp_dwr_outs(C, a, y, rows, ow, pw, QC_DSP_DW_MODE(MODE), PC, CLAMP);                                       \
+  }                                                                                                                \
   void qc_dsp_dwr_s8_##RQ(const qc_dsp_dwr_params *P, const int8_t *x, int8_t *y, int16_t *plane, int32_t *acc) { \
-    qc_dsp_dwr(P, x, y, plane, acc, QC_DSP_DW_MODE(MODE), PC, CLAMP);                                              \
+    qc_dsp_dwr(P, x, y, plane, acc, PC, qc_dsp_dwr_outs_##RQ);                                                     \
   }
 QC_DSP_RQ_VARIANTS(QC_DSP_DWR_DEFINE, dwr)
 QC_DSP_RQ_EXC_VARIANTS(QC_DSP_DWR_DEFINE, dwr)

@@ -39,7 +39,7 @@ DW_FILES = RQ_FILES + ("cortex-m/qc_cm_dsp.h", "cortex-m/qc_cm_dsp.c")
 STEP_ATTRIBUTES = "__attribute__((noinline))"
 FIXED_GROUPS = 10  # rows of at most this many groups of 4 elements get a fully unrolled qc_dsp_conv_3px_*_g<n>
 MAX_RELAID_ROW = 2048  # the longest row the DSP dot kernels take (the stack buffer of widened inputs: 4 KiB)
-DW_ROWS_SCRATCH = 3072  # bytes of qc_dsp_dwr_*'s stack scratch (a band's plane of int16 and its int32 sums)
+DW_ROWS_SCRATCH = 4096  # bytes of qc_dsp_dwr_*'s stack scratch (a band's plane of int16 and its int32 sums)
 
 
 def exact_s33(rq: Requantization) -> bool:
@@ -162,9 +162,10 @@ class Depthwise:
 @dataclass(frozen=True)
 class DwRows:
     """form "dw_rows": fn (qc_dsp_dwr_s8_<rq>) over one image of the step's geometry g (3x3, stride and dilation
-    1): channel by channel, per band of nb output rows, the input rows widened into a plane of (nb + 2) x pw int16
-    (plane_len with its 4 trailing pad values) and the pixels' sums in acc_len int32; pad: the value a tap outside
-    the input reads; zp2p1, lo, hi: as Depthwise."""
+    1): per band of nb output rows and block of 4 channels, the input rows widened into a plane of (nb + 2) x pw
+    int16 per channel (4 trailing pad values after each), then channel by channel the pixels' sums (acc_len int32)
+    and outputs; plane_len: the planes' int16; pad: the value a tap outside the input reads; zp2p1, lo, hi: as
+    Depthwise."""
 
     fn: str
     g: WindowLoops
@@ -360,8 +361,9 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
 
 
 def _dw_rows_plan(c: ConvStep) -> tuple[int, int] | None:
-    """(pw, nb) of qc_dsp_dwr_* for a 3x3 window of stride and dilation 1 (None: another shape, or no band of one
-    row fits DW_ROWS_SCRATCH): the plane's row length pw, even (its rows 4-byte aligned for LDRD), holding the
+    """(pw, nb) of qc_dsp_dwr_* for a 3x3 window of stride and dilation 1 (None: another shape, no band of one row
+    fits DW_ROWS_SCRATCH, or the estimate of its instructions is not below the dw_table kernels'): the plane's row
+    length pw, even (its rows 4-byte aligned for LDRD), holding the
     left padding and the input row (pl + iw), and long enough that a window reaching past its row's end reads the
     next row's left padding (ow + 2 - pl); nb: the output rows of a band."""
     g = c.window
@@ -369,14 +371,42 @@ def _dw_rows_plan(c: ConvStep) -> tuple[int, int] | None:
         return None
     pw = max(g.pl + g.iw, g.ow + 2 - g.pl)
     pw += pw % 2
-    fits = [nb for nb in range(1, g.oh + 1) if _dw_rows_lengths(pw, nb, g.ow)[2] <= DW_ROWS_SCRATCH]
-    return (pw, max(fits)) if fits else None
+    fits = [nb for nb in range(1, g.oh + 1) if _dw_rows_lengths(pw, nb, g.ow, g.c)[2] <= DW_ROWS_SCRATCH]
+    if not fits or _dw_rows_cost(g, pw, max(fits)) >= _dw_table_cost(g):
+        return None
+    return pw, max(fits)
 
 
-def _dw_rows_lengths(pw: int, nb: int, ow: int) -> tuple[int, int, int]:
-    """(plane_len, acc_len, bytes) of qc_dsp_dwr_*'s scratch: nb + 2 plane rows and 4 trailing values (the last
-    pair's window reads 2 past the last row's end), and the sums of every pair of the band's flat pixels."""
-    plane_len = (nb + 2) * pw + 4
+def _dw_rows_cost(g: WindowLoops, pw: int, nb: int) -> int:
+    """Estimated instructions of qc_dsp_dwr_* on one image, counted from its loops (GCC 12 -O2, Cortex-M4): per band
+    and block of 4 channels the widening (11 per input pixel, 10 per input row), per channel the pairs' sums (18
+    per pair of flat pixels, 30 for the call), the outputs (9 per output, 12 per row, 14 more per row when rows are
+    odd: the last pixel alone) and 100 for the channel's constants, calls and loops (fitted: the measured counts of
+    DS-CNN's and MobileNetV1's steps are within 3% of the estimate with it)."""
+    cost = 0
+    for b0 in range(0, g.oh, nb):
+        rows, iy0 = min(nb, g.oh - b0), b0 - g.pt
+        in_rows = min(rows + 2, g.ih - iy0) - max(0, -iy0)
+        pairs = ((rows - 1) * pw + g.ow + 1) // 2
+        cost += -(-g.c // 4) * in_rows * (11 * g.iw + 10)
+        cost += g.c * (18 * pairs + 30 + 9 * rows * g.ow + (26 if g.ow % 2 else 12) * rows + 100)
+    return cost
+
+
+def _dw_table_cost(g: WindowLoops) -> int:
+    """Estimated instructions of the dw_table kernels (pairs and single pixels) on one image, fitted to their
+    measured counts (bench/profile_steps.py: 27 per output of a pixel whose window is inside the input, 36 when it
+    reads padding: the table of its taps)."""
+    outputs = g.oh * g.ow
+    interior = max(g.rows[1] - g.rows[0], 0) * max(g.cols[1] - g.cols[0], 0)
+    return g.c * (27 * outputs + 9 * (outputs - interior))
+
+
+def _dw_rows_lengths(pw: int, nb: int, ow: int, channels: int) -> tuple[int, int, int]:
+    """(plane_len, acc_len, bytes) of qc_dsp_dwr_*'s scratch: per channel of a block (4, or fewer when the step has
+    fewer) nb + 2 plane rows and 4 trailing values (the last pair's window reads 2 past the last row's end), and
+    the sums of every pair of the band's flat pixels."""
+    plane_len = ((nb + 2) * pw + 4) * min(channels, 4)
     acc_len = ((nb - 1) * pw + ow + 1) // 2 * 2
     return plane_len, acc_len, 2 * plane_len + 4 * acc_len
 
@@ -384,7 +414,7 @@ def _dw_rows_lengths(pw: int, nb: int, ow: int) -> tuple[int, int, int]:
 def _dw_rows(c: ConvStep, names: ArrayNames, mode: int, plan: tuple[int, int], reason: str) -> KernelChoice:
     assert c.rq is not None
     g, (pw, nb) = c.window, plan
-    plane_len, acc_len, scratch = _dw_rows_lengths(pw, nb, g.ow)
+    plane_len, acc_len, scratch = _dw_rows_lengths(pw, nb, g.ow, g.c)
     arrays = {"w": step_array(names, "dw_rows", layouts.dsp_dw_rows(c.weight_rows(), c.bias_per_row(), c.izp,
                                                                     2 if mode == 2 else 1)),
               "rq": step_array(names, f"rq{mode}", _rq_pairs(c.rq, mode)), **exception_const_arrays(c.rq, names)}
