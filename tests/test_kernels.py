@@ -137,6 +137,16 @@ def test_depthwise_choices():
     assert big.kernel == "c:depthwise_conv2d"
     widened = _choice(_conv("DEPTHWISE_CONV2D", y_dtype="i32", **dict(dw, bias=np.full(16, (1 << 31) - 1))))
     assert widened.kernel == "c:depthwise_conv2d" and "widened" in widened.reason
+    # 3x3 stride 1 over wide rows: channel by channel over int16 planes where its estimate is below dw_table's
+    wide = _choice(_conv("DEPTHWISE_CONV2D", x_shape=(1, 24, 24, 32), y_shape=(1, 24, 24, 32), pad=[1, 1, 1, 1],
+                         w=_w(rng, 3, 3, 32, 1), bias=np.arange(32)))
+    assert (wide.kernel, wide.form, wide.unread, set(wide.arrays)) == ("qc_dsp_dwr_s8_double_n", "dw_rows", {1, 2},
+                                                                       {"w", "rq"})
+    assert (wide.params.pw, wide.params.nb, wide.params.scratch_bytes) == (26, 11, 3872)
+    assert "bands of 11 output rows, 3872 B of stack" in wide.reason
+    band = _choice(_conv("DEPTHWISE_CONV2D", x_shape=(1, 8, 5, 64), y_shape=(1, 6, 5, 64), pad=[0, 0, 1, 1],
+                         w=_w(rng, 3, 3, 64, 1), bias=np.arange(64)))
+    assert band.form == "dw_table"  # (DS-CNN's bands of 6 rows of 5: the planes' estimate is not below)
 
 
 
