@@ -41,8 +41,8 @@ def _w(rng, *shape, lo=-128, hi=128):
 
 def test_kws_like_choices_per_target_and_layout():
     """kws_like on Cortex-M4: convolutions over pixel triples (the requantization in the kernel, int8 words of two
-    rows, the fast layout their int16 pairs), depthwise blocks over tap offsets, the fully connected layer 4 rows a
-    call; everything else the portable loops. The generic target: only portable loops and no arrays but the
+    rows, the fast layout their int16 pairs), depthwise channel by channel over int16 planes (25 x 5 pixels), the
+    fully connected layer 4 rows a call; everything else the portable loops. The generic target: only portable loops and no arrays but the
     schedule's."""
     schedule = plan(load_model(KWS))
     for layout, w in (("compact", "s8x2"), ("fast", "q15x2")):
@@ -53,8 +53,8 @@ def test_kws_like_choices_per_target_and_layout():
         convs = [s.choice for s in kp.steps if s.choice.form == "conv_px"]
         assert len(convs) == 4 and all(c.kernel.startswith(f"qc_dsp_conv_3px_{w}_single_pc") for c in convs)
         assert all(c.unread == {1} and not c.step_constants and c.window_length % 4 == 0 for c in convs)
-        dws = [s.choice for s in kp.steps if s.choice.form == "dw_table"]
-        assert [c.kernel for c in dws] == ["qc_dsp_dw_s8_single_pc_c4"] * 3 and all(c.unread == {1, 2} for c in dws)
+        dws = [s.choice for s in kp.steps if s.choice.form == "dw_rows"]
+        assert [c.kernel for c in dws] == ["qc_dsp_dwr_s8_single_pc"] * 3 and all(c.unread == {1, 2} for c in dws)
         fc = kp.steps[-2].choice
         assert (fc.form, fc.kernel) == ("dot_4rows", "qc_dsp_dot_4rows_s8x4" if layout == "compact"
                                         else "qc_dsp_dot_4rows_q15")
