@@ -316,52 +316,44 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr_outs(const qc_dsp_d
     int8_t *y, int32_t rows, int32_t ow, int32_t pw, int mode, int pc, int clamp) {
   const qc_dsp_dwr_channel L = *C;
   const int32_t n = L.n;
-  for (int32_t r = 0; r < rows; ++r) {
-    int32_t done = 0;  /* the row's outputs stored */
-    if (mode == 3 && !clamp) {
-      /* mode 3 without the clamp: per pair of sums 18 instructions (qc_dsp_rq8 mode 3 of both; SMMULR's temporary
-         and the loop's count in the 11 registers GCC's loop spilled from). An odd row but the band's last takes
-         its last pixel in a pair with the unused sum after it (a pixel past the row's end: its int8 lands on the
-         next row's first output, stored after it), the last row that pixel alone. */
-      int32_t v0, v1, t, pairs = r + 1 < rows ? (ow + 1) >> 1 : ow >> 1;
-      done = 2 * pairs;
-      if (pairs) {
-        __asm__ volatile("1:\n\t"
-                         "ldrd %[v0], %[v1], [%[a]], #8\n\t"
-                         "add %[v0], %[v0], %[st]\n\t"
-                         "add %[v1], %[v1], %[st]\n\t"
-                         "smmulr %[t], %[v0], %[m]\n\t"
-                         "add %[v0], %[t], %[v0], asr #31\n\t"
-                         "smmulr %[t], %[v1], %[m]\n\t"
-                         "add %[v1], %[t], %[v1], asr #31\n\t"
-                         "asr %[v0], %[v0], %[s]\n\t"
-                         "asr %[v1], %[v1], %[s]\n\t"
-                         "add %[v0], %[v0], %[zp]\n\t"
-                         "add %[v1], %[v1], %[zp]\n\t"
-                         "ssat %[v0], #8, %[v0], asr #1\n\t"
-                         "ssat %[v1], #8, %[v1], asr #1\n\t"
-                         "strb %[v0], [%[y]]\n\t"
-                         "strb %[v1], [%[y], %[n]]\n\t"
-                         "add %[y], %[y], %[n], lsl #1\n\t"
-                         "subs %[k], %[k], #1\n\t"
-                         "bne 1b"
-                         : [a] "+r"(a), [y] "+r"(y), [k] "+r"(pairs), [v0] "=&r"(v0), [v1] "=&r"(v1), [t] "=&r"(t)
-                         : [st] "r"(L.start), [m] "r"(L.q[0]), [s] "r"(L.q[1]), [zp] "r"(L.zp2p1), [n] "r"(n)
-                         : "cc", "memory");
-      }
+  for (int32_t r = 0; r < rows; ++r, a += pw - ow) {
+    const int32_t *end = a + (ow & ~1);
+    if (mode == 3 && !clamp && a != end) {
+      /* mode 3 without the clamp: per pair of sums 18 instructions (qc_dsp_rq8 mode 3 of both, then SMMULR's
+         temporary and the loop's count in the 11 registers GCC's loop spilled from) */
+      int32_t v0, v1, t, pairs = ow >> 1;
+      __asm__ volatile("1:\n\t"
+                       "ldrd %[v0], %[v1], [%[a]], #8\n\t"
+                       "add %[v0], %[v0], %[st]\n\t"
+                       "add %[v1], %[v1], %[st]\n\t"
+                       "smmulr %[t], %[v0], %[m]\n\t"
+                       "add %[v0], %[t], %[v0], asr #31\n\t"
+                       "smmulr %[t], %[v1], %[m]\n\t"
+                       "add %[v1], %[t], %[v1], asr #31\n\t"
+                       "asr %[v0], %[v0], %[s]\n\t"
+                       "asr %[v1], %[v1], %[s]\n\t"
+                       "add %[v0], %[v0], %[zp]\n\t"
+                       "add %[v1], %[v1], %[zp]\n\t"
+                       "ssat %[v0], #8, %[v0], asr #1\n\t"
+                       "ssat %[v1], #8, %[v1], asr #1\n\t"
+                       "strb %[v0], [%[y]]\n\t"
+                       "strb %[v1], [%[y], %[n]]\n\t"
+                       "add %[y], %[y], %[n], lsl #1\n\t"
+                       "subs %[k], %[k], #1\n\t"
+                       "bne 1b"
+                       : [a] "+r"(a), [y] "+r"(y), [k] "+r"(pairs), [v0] "=&r"(v0), [v1] "=&r"(v1), [t] "=&r"(t)
+                       : [st] "r"(L.start), [m] "r"(L.q[0]), [s] "r"(L.q[1]), [zp] "r"(L.zp2p1), [n] "r"(n)
+                       : "cc", "memory");
     }
-    for (; done + 1 < ow; done += 2, a += 2, y += 2 * n) {
+    for (; a != end; a += 2, y += 2 * n) {
       const int32_t v0 = a[0] + L.start, v1 = a[1] + L.start;
       qc_dsp_dwr_out(&L, v0, y, mode, pc, clamp);
       qc_dsp_dwr_out(&L, v1, y + n, mode, pc, clamp);
     }
-    if (done < ow) {
+    if (ow & 1) {
       qc_dsp_dwr_out(&L, *a++ + L.start, y, mode, pc, clamp);
       y += n;
-      ++done;
     }
-    a += pw - done;  /* (done - ow: the pair's pixel past the row's end) */
-    y -= (done - ow) * n;
   }
 }
 
