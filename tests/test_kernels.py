@@ -42,8 +42,8 @@ def _w(rng, *shape, lo=-128, hi=128):
 def test_kws_like_choices_per_target_and_layout():
     """kws_like on Cortex-M4: convolutions over pixel triples (the requantization in the kernel, int8 words of two
     rows, the fast layout their int16 pairs), depthwise channel by channel over int16 planes (25 x 5 pixels), the
-    fully connected layer 4 rows a call; everything else the portable loops. The generic target: only portable loops and no arrays but the
-    schedule's."""
+    fully connected layer 4 rows a call; everything else the portable loops. The generic target: only portable
+    loops and no arrays but the schedule's."""
     schedule = plan(load_model(KWS))
     for layout, w in (("compact", "s8x2"), ("fast", "q15x2")):
         kp = plan_kernels(schedule, load_target("cortex-m4", layout), "kws")
