@@ -381,8 +381,8 @@ def _dw_rows_cost(g: WindowLoops, pw: int, nb: int) -> int:
     """Estimated instructions of qc_dsp_dwr_* on one image, counted from its loops (GCC 12 -O2, Cortex-M4): per band
     and block of 4 channels the widening (11 per input pixel, 10 per input row), per channel the pairs' sums (18
     per pair of flat pixels, 30 for the call), the outputs (9 per output, 12 per row, 14 more per row when rows are
-    odd: the last pixel alone) and 100 for the channel's constants, calls and loops (fitted: the measured counts of
-    DS-CNN's and MobileNetV1's steps are within 3% of the estimate with it)."""
+    odd: the last pixel alone) and 100 for the channel's constants, calls and loops (fitted to DS-CNN's steps;
+    MobileNetV1's measured counts are 3-7% above the estimate)."""
     cost = 0
     for b0 in range(0, g.oh, nb):
         rows, iy0 = min(nb, g.oh - b0), b0 - g.pt
