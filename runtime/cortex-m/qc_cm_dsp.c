@@ -310,41 +310,55 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr_out(const qc_dsp_dw
   }
 }
 
+/* qc_dsp_rq8 mode 3 without the clamp of sum v as asm text (start st added first; t: SMMULR's temporary). */
+#define QC_DSP_DWR_RQ3(v)                                                                                           \
+  "add %[" v "], %[" v "], %[st]\n\t"                                                                             \
+  "smmulr %[t], %[" v "], %[m]\n\t"                                                                               \
+  "add %[" v "], %[t], %[" v "], asr #31\n\t"                                                                     \
+  "asr %[" v "], %[" v "], %[s]\n\t"                                                                              \
+  "add %[" v "], %[" v "], %[zp]\n\t"                                                                             \
+  "ssat %[" v "], #8, %[" v "], asr #1\n\t"
+/* The band's rows of mode 3 without the clamp (ow >= 2): per row its pairs of sums (18 instructions: LDRD,
+   2 x QC_DSP_DWR_RQ3, 2 STRB, the pointer and the count), then LAST (the last pixel of an odd row: 9), the sums'
+   skip to the next row and the rows' count; the 14 registers hold the pointers, counts, constants and 3
+   temporaries. */
+#define QC_DSP_DWR_OUTS3(LAST)                                                                                      \
+  __asm__ volatile("2:\n\t"                                                                                       \
+                   "mov %[k], %[pp]\n"                                                                            \
+                   "1:\n\t"                                                                                       \
+                   "ldrd %[v0], %[v1], [%[a]], #8\n\t" QC_DSP_DWR_RQ3("v0") QC_DSP_DWR_RQ3("v1")                  \
+                   "strb %[v0], [%[y]]\n\t"                                                                       \
+                   "strb %[v1], [%[y], %[n]]\n\t"                                                                 \
+                   "add %[y], %[y], %[n], lsl #1\n\t"                                                             \
+                   "subs %[k], %[k], #1\n\t"                                                                      \
+                   "bne 1b\n\t" LAST                                                                              \
+                   "add %[a], %[a], %[skip]\n\t"                                                                  \
+                   "subs %[r], %[r], #1\n\t"                                                                      \
+                   "bne 2b"                                                                                       \
+                   : [a] "+r"(a), [y] "+r"(y), [r] "+r"(rows), [k] "=&r"(k), [v0] "=&r"(v0), [v1] "=&r"(v1),       \
+                     [t] "=&r"(t)                                                                                 \
+                   : [st] "r"(L.start), [m] "r"(L.q[0]), [s] "r"(L.q[1]), [zp] "r"(L.zp2p1), [n] "r"(n),          \
+                     [pp] "r"(ow >> 1), [skip] "r"(4 * (pw - ow))                                                  \
+                   : "cc", "memory")
+
 /* The outputs of one channel's sums of a band (qc_dsp_dwr_pairs: `rows` rows of ow sums, pw apart) at y (the
    channel's first output; the next pixel's n further), C copied into locals: the int8 stores could alias it. */
 static inline __attribute__((always_inline)) void qc_dsp_dwr_outs(const qc_dsp_dwr_channel *C, const int32_t *a,
     int8_t *y, int32_t rows, int32_t ow, int32_t pw, int mode, int pc, int clamp) {
   const qc_dsp_dwr_channel L = *C;
   const int32_t n = L.n;
+  if (mode == 3 && !clamp && ow >= 2) {
+    int32_t k, v0, v1, t;
+    if (ow & 1) {
+      QC_DSP_DWR_OUTS3("ldr %[v0], [%[a]], #4\n\t" QC_DSP_DWR_RQ3("v0") "strb %[v0], [%[y]]\n\t"
+                       "add %[y], %[y], %[n]\n\t");
+    } else {
+      QC_DSP_DWR_OUTS3("");
+    }
+    return;
+  }
   for (int32_t r = 0; r < rows; ++r, a += pw - ow) {
     const int32_t *end = a + (ow & ~1);
-    if (mode == 3 && !clamp && a != end) {
-      /* mode 3 without the clamp: per pair of sums 18 instructions (qc_dsp_rq8 mode 3 of both, then SMMULR's
-         temporary and the loop's count in the 11 registers GCC's loop spilled from) */
-      int32_t v0, v1, t, pairs = ow >> 1;
-      __asm__ volatile("1:\n\t"
-                       "ldrd %[v0], %[v1], [%[a]], #8\n\t"
-                       "add %[v0], %[v0], %[st]\n\t"
-                       "add %[v1], %[v1], %[st]\n\t"
-                       "smmulr %[t], %[v0], %[m]\n\t"
-                       "add %[v0], %[t], %[v0], asr #31\n\t"
-                       "smmulr %[t], %[v1], %[m]\n\t"
-                       "add %[v1], %[t], %[v1], asr #31\n\t"
-                       "asr %[v0], %[v0], %[s]\n\t"
-                       "asr %[v1], %[v1], %[s]\n\t"
-                       "add %[v0], %[v0], %[zp]\n\t"
-                       "add %[v1], %[v1], %[zp]\n\t"
-                       "ssat %[v0], #8, %[v0], asr #1\n\t"
-                       "ssat %[v1], #8, %[v1], asr #1\n\t"
-                       "strb %[v0], [%[y]]\n\t"
-                       "strb %[v1], [%[y], %[n]]\n\t"
-                       "add %[y], %[y], %[n], lsl #1\n\t"
-                       "subs %[k], %[k], #1\n\t"
-                       "bne 1b"
-                       : [a] "+r"(a), [y] "+r"(y), [k] "+r"(pairs), [v0] "=&r"(v0), [v1] "=&r"(v1), [t] "=&r"(t)
-                       : [st] "r"(L.start), [m] "r"(L.q[0]), [s] "r"(L.q[1]), [zp] "r"(L.zp2p1), [n] "r"(n)
-                       : "cc", "memory");
-    }
     for (; a != end; a += 2, y += 2 * n) {
       const int32_t v0 = a[0] + L.start, v1 = a[1] + L.start;
       qc_dsp_dwr_out(&L, v0, y, mode, pc, clamp);

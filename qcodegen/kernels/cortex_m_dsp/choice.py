@@ -379,17 +379,17 @@ def _dw_rows_plan(c: ConvStep) -> tuple[int, int] | None:
 
 def _dw_rows_cost(g: WindowLoops, pw: int, nb: int) -> int:
     """Estimated instructions of qc_dsp_dwr_* on one image, counted from its loops (GCC 12 -O2, Cortex-M4): per band
-    and block of 4 channels the widening (11 per input pixel, 10 per input row), per channel the pairs' sums (18
-    per pair of flat pixels, 30 for the call), the outputs (9 per output, 12 per row, 14 more per row when rows are
-    odd: the last pixel alone) and 100 for the channel's constants, calls and loops (fitted to DS-CNN's steps;
-    MobileNetV1's measured counts are 3-7% above the estimate)."""
+    and block of 4 channels the widening (11 per input pixel, 10 per input row), per channel the pairs' sums (19
+    per pair of flat pixels), the outputs (9 per output, 5 per row, 9 more per row when rows are odd: the last
+    pixel alone) and 70 for the channel's constants and calls (fitted: DS-CNN's and MobileNetV1's measured steps are
+    within -6% .. +3% of the estimate)."""
     cost = 0
     for b0 in range(0, g.oh, nb):
         rows, iy0 = min(nb, g.oh - b0), b0 - g.pt
         in_rows = min(rows + 2, g.ih - iy0) - max(0, -iy0)
         pairs = ((rows - 1) * pw + g.ow + 1) // 2
         cost += -(-g.c // 4) * in_rows * (11 * g.iw + 10)
-        cost += g.c * (18 * pairs + 30 + 9 * rows * g.ow + (26 if g.ow % 2 else 12) * rows + 100)
+        cost += g.c * (19 * pairs + 9 * rows * g.ow + (14 if g.ow % 2 else 5) * rows + 70)
     return cost
 
 
