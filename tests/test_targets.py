@@ -16,6 +16,7 @@ from qcodegen.codegen import generate, list_targets, load_target
 from qcodegen.codegen.targets import Target
 from qcodegen.compiler import plan
 from qcodegen.frontends import load_model
+from qcodegen.kernels import plan_kernels
 from qcodegen.report import inspect_dict
 from qcodegen.testing import Const, Var, c_vs_reference, step_schedule
 from qcodegen.verify.check import random_inputs
@@ -196,14 +197,19 @@ def test_template_dirs_exist():
 
 
 def test_weight_layout_trades_flash_for_instructions(capsys):
-    """cortex-m4: the default "compact" layout keeps the 1x1 weights int8 (rodata ~ the model's weights); "fast"
-    adds their int16 SMLAD pairs (more rodata, fewer instructions); both bit-exact. An unknown layout: exit 2."""
+    """cortex-m4: the default "compact" layout keeps the 1x1 weights int8 (rodata ~ the model's weights and the
+    depthwise kernels' int16 weight pairs, the same in both layouts); "fast" adds their int16 SMLAD pairs (more
+    rodata, fewer instructions); both bit-exact. An unknown layout: exit 2."""
     tgt = load_target("cortex-m4")
     reason = unavailable(tgt) or cannot_count(tgt)
     if reason:
         pytest.skip(f"cortex-m4: {reason}")
     model = str(ROOT / "examples" / "kws_like.json")
-    weights = inspect_dict(plan(load_model(model)))["weights_bytes"]
+    schedule = plan(load_model(model))
+    planes = sum(s.choice.arrays["w"].values.nbytes for s in plan_kernels(schedule, tgt, "kws").steps
+                 if s.choice.form == "dw_rows")
+    assert planes == 3 * 16 * 28  # kws_like's 3 depthwise steps of 16 channels, 7 words each
+    weights = inspect_dict(schedule)["weights_bytes"] + planes
     measured = {}
     for layout in ("compact", "fast"):
         code = main(["verify", model, "-t", "cortex-m4", "--samples", "1", "--json", "--weight-layout", layout])
