@@ -56,6 +56,19 @@ QC_MVE_INLINE int32x4_t qc_mve_scale32(int32x4_t v, int32x4_t m, int32x4_t s1, i
   return zp ? vaddq_n_s32(r, zp) : r;
 }
 
+/* The n int8 at src copied to dst (a convolution's gathered window row): whole 16-byte chunks, then the rest
+   tail-predicated (VCTP8: the lanes past n are neither loaded nor stored). */
+QC_MVE_INLINE void qc_mve_copy_s8(int8_t *dst, const int8_t *src, int32_t n) {
+  int32_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    vstrbq_s8(dst + i, vldrbq_s8(src + i));
+  }
+  if (i < n) {
+    const mve_pred16_t p = vctp8q((uint32_t)(n - i));
+    vstrbq_p_s8(dst + i, vldrbq_z_s8(src + i, p), p);
+  }
+}
+
 /* ---- depthwise ---- */
 
 /* The constants of qc_mve_dw_s8_*: w: the mve_dw_w16 weights (per block of 16 channels and tap, 16 int8); pr: the

@@ -10,7 +10,7 @@
 
 /* ---- requantized convolutions: qc_mve_conv_{1px,2px}_{s8,s16} ----
    The constants of a step: q: the mve_pw4x2 stream (per block of 4 output channels, the rows after the last whole
-   block padded with zero rows: the 4 accumulator starts bias - izp * the row's sum, the rows' 16-byte chunks, the
+   block padded with zero rows: the rows' 16-byte chunks, the 4 accumulator starts bias - izp * the row's sum, the
    4 multipliers and the 4 VRSHL counts 31 - shift, per-tensor scales repeated (as constants of the loop they left
    GCC 12 no registers for the pair's asm); one pointer walks it); rows: the output channels; k: the row length;
    dbl: the double rounding; zp: the output zero point; lo, hi: the clamp. */
@@ -19,11 +19,12 @@ typedef struct {
   int32_t rows, k, dbl, zp, lo, hi;
 } qc_mve_conv_params;
 
-/* The multipliers and VRSHL counts 31 - shift of a block, from q. */
-QC_MVE_INLINE const int32_t *qc_mve_conv_scales(const int32_t *q, int32x4_t *m, int32x4_t *s1) {
-  *m = vldrwq_s32(q);
-  *s1 = vldrwq_s32(q + 4);
-  return q + 8;
+/* A block's accumulator starts, multipliers and VRSHL counts 31 - shift, from q (after its weights). */
+QC_MVE_INLINE const int32_t *qc_mve_conv_scales(const int32_t *q, int32x4_t *start, int32x4_t *m, int32x4_t *s1) {
+  *start = vldrwq_s32(q);
+  *m = vldrwq_s32(q + 4);
+  *s1 = vldrwq_s32(q + 8);
+  return q + 12;
 }
 
 /* A block's sums v (4 output channels) requantized (qc_mve_scale32: exact for shifts 32..62) and clamped, stored
@@ -46,8 +47,34 @@ QC_MVE_INLINE void qc_mve_conv_store(int32x4_t v, int32x4_t m, int32x4_t s1, voi
   }
 }
 
+/* A full block's int8 outputs of a pixel pair: the sums va (pixel 0) and vb (pixel 1) requantized
+   (qc_mve_floor32: |r| <= 2^30 + 1) and narrowed with saturation into the even and odd int16 lanes of one vector
+   (channel c of pixel 0, of pixel 1, c + 1, ...), plus zp saturating, clamped, narrowed to int8: the int32 clamp of
+   r + zp, as |zp| <= 32640 (checked at generation time: a lane that saturated at +-2^15 stays past the int8 range
+   on its side) and lo, hi lie in int8; one scatter store of the 8 bytes at y + off (qc_mve_pair_offsets). */
+QC_MVE_INLINE void qc_mve_conv_store_pair8(int32x4_t va, int32x4_t vb, int32x4_t m, int32x4_t s1, int8_t *y,
+                                           uint16x8_t off, const qc_mve_conv_params *P) {
+  /* VQMOVNB into va (dead): GCC copies a register that is still needed before the instruction writes it */
+  int16x8_t h = vqmovnbq_s32(vreinterpretq_s16_s32(va), qc_mve_floor32(va, m, s1, P->dbl));
+  h = vqmovntq_s32(h, qc_mve_floor32(vb, m, s1, P->dbl));
+  const int16x8_t z = P->zp ? vqaddq_s16(h, vdupq_n_s16((int16_t)P->zp)) : h;
+  if (P->lo > -128 || P->hi < 127) {
+    vstrbq_scatter_offset_s16(y, off, vminq_s16(vmaxq_s16(z, vdupq_n_s16((int16_t)P->lo)),
+                                                vdupq_n_s16((int16_t)P->hi)));
+  } else {  /* into h, dead when zp != 0 (as above) */
+    vstrbq_scatter_offset_s16(y, off, vreinterpretq_s16_s8(vqmovnbq_s16(vreinterpretq_s8_s16(h), z)));
+  }
+}
+
+/* The byte offsets of qc_mve_conv_store_pair8's lanes: channel i / 2 of pixel i % 2, pixel 1 at ys. */
+QC_MVE_INLINE uint16x8_t qc_mve_pair_offsets(int32_t ys) {
+  const uint16x8_t i = vidupq_n_u16(0, 1);
+  return vaddq_u16(vshrq_n_u16(i, 1), vmulq_n_u16(vandq_u16(i, vdupq_n_u16(1)), (uint16_t)ys));
+}
+
 /* Output pixels in pairs: per block of 4 output channels one asm statement walks the block's part of the stream;
-   the 8 sums, started at the 4 accumulator starts, live in the even core registers (VMLADAVA's accumulators:
+   the 8 sums (from 0: VMLADAV for the first chunk; the 4 accumulator starts are added to their lanes after it)
+   live in the even core registers (VMLADAVA's accumulators:
    constraint Te, lr included; from C, GCC 12 spills them); per 16-input chunk the pair's inputs, then per row its
    16 weights (two Q registers in turn) and 2 VMLADAVA; the last partial chunk's inputs loaded tail-predicated (VCTP
    of the tail length, set first: zeros past k; the weights are zeros there; VPR is not changed by the unpredicated
@@ -61,33 +88,40 @@ QC_MVE_INLINE void qc_mve_conv_store(int32x4_t v, int32x4_t m, int32x4_t s1, voi
    the estimate is never short (a branch over it is never out of range). Longer rows, rows whose length GCC does
    not see as a constant (-Og), and every row at -Os take one asm statement per chunk (measured: GCC 12's register
    allocator finds no registers for the unrolled forms in some -Os and -O1 steps: "impossible constraints"). The
-   input pointers are in-out operands of the unrolled forms: the allocator then copies them, rather than failing
-   where the caller keeps them (found building ResNet-8 and DS-CNN at -Og/-Os/-O1). */
-#define QC_MVE_PW_ROW(w, s, t)                                                                                    \
+   input pointers are in-out operands of the `.rept` form, which advances them: the allocator then copies them,
+   rather than failing where the caller keeps them (found building ResNet-8 and DS-CNN at -Og/-Os/-O1); inputs of
+   the `.if` form, which reads them at immediate offsets (no copies per block; the bench models build at -O1, -O2,
+   -O3, -Os and -Og). */
+#define QC_MVE_PW_ROW(op, w, s, t)                                                                                \
   "vldrb.8 %q[" w "], [%[q]], #16\n\t"                                                                           \
-  "vmladava.s8 %[" s "], %q[xa], %q[" w "]\n\t"                                                                  \
-  "vmladava.s8 %[" t "], %q[xb], %q[" w "]\n\t"
-#define QC_MVE_PW_ROWS                                                                                           \
-  QC_MVE_PW_ROW("w0", "s0", "t0") QC_MVE_PW_ROW("w1", "s1", "t1") QC_MVE_PW_ROW("w0", "s2", "t2")                  \
-  QC_MVE_PW_ROW("w1", "s3", "t3")
+  op " %[" s "], %q[xa], %q[" w "]\n\t" op " %[" t "], %q[xb], %q[" w "]\n\t"
+#define QC_MVE_PW_ROWS_OP(op)                                                                                    \
+  QC_MVE_PW_ROW(op, "w0", "s0", "t0") QC_MVE_PW_ROW(op, "w1", "s1", "t1") QC_MVE_PW_ROW(op, "w0", "s2", "t2")      \
+  QC_MVE_PW_ROW(op, "w1", "s3", "t3")
+#define QC_MVE_PW_ROWS QC_MVE_PW_ROWS_OP("vmladava.s8")
+/* the first chunk's (VMLADAV: the sums start at 0; the caller adds the accumulator starts to the lanes) */
+#define QC_MVE_PW_ROWS_FIRST QC_MVE_PW_ROWS_OP("vmladav.s8")
 /* chunk c < 8 at byte offset 16 c of the inputs, when the row has more than c whole chunks */
-#define QC_MVE_PW_CHUNK(c)                                                                                       \
+#define QC_MVE_PW_CHUNK_ROWS(c, rows)                                                                            \
   ".if %c[full] > " #c "\n\t"                                                                                    \
-  "vldrb.8 %q[xa], [%[x0], #" #c "*16]\n\tvldrb.8 %q[xb], [%[x1], #" #c "*16]\n\t" QC_MVE_PW_ROWS ".endif\n\t"
+  "vldrb.8 %q[xa], [%[x0], #" #c "*16]\n\tvldrb.8 %q[xb], [%[x1], #" #c "*16]\n\t" rows ".endif\n\t"
+#define QC_MVE_PW_CHUNK(c) QC_MVE_PW_CHUNK_ROWS(c, QC_MVE_PW_ROWS)
 #define QC_MVE_PW_CHUNKS                                                                                         \
-  QC_MVE_PW_CHUNK(0) QC_MVE_PW_CHUNK(1) QC_MVE_PW_CHUNK(2) QC_MVE_PW_CHUNK(3) QC_MVE_PW_CHUNK(4)                   \
+  QC_MVE_PW_CHUNK_ROWS(0, QC_MVE_PW_ROWS_FIRST) QC_MVE_PW_CHUNK(1) QC_MVE_PW_CHUNK(2) QC_MVE_PW_CHUNK(3) QC_MVE_PW_CHUNK(4)                   \
   QC_MVE_PW_CHUNK(5) QC_MVE_PW_CHUNK(6) QC_MVE_PW_CHUNK(7)
 /* a chunk from the inputs' pointers, advancing them */
-#define QC_MVE_PW_NEXT "vldrb.8 %q[xa], [%[x0]], #16\n\tvldrb.8 %q[xb], [%[x1]], #16\n\t" QC_MVE_PW_ROWS
+#define QC_MVE_PW_LOAD "vldrb.8 %q[xa], [%[x0]], #16\n\tvldrb.8 %q[xb], [%[x1]], #16\n\t"
+#define QC_MVE_PW_NEXT QC_MVE_PW_LOAD QC_MVE_PW_ROWS
 /* the tail chunk (when there is one) at the inputs' byte offset toff, predicated */
 #define QC_MVE_PW_TAIL                                                                                           \
   ".if %c[tail]\n\t"                                                                                             \
   "vpstt\n\tvldrbt.8 %q[xa], [%[x0], %[toff]]\n\tvldrbt.8 %q[xb], [%[x1], %[toff]]\n\t" QC_MVE_PW_ROWS ".endif\n\t"
-/* the predicate of the tail (first: t0 is free), then the starts */
+/* the predicate of the tail (first: t0 is free) */
 #define QC_MVE_PW_VCTP ".if %c[tail]\n\tmov %[t0], %[tail]\n\tvctp.8 %[t0]\n\t.endif\n\t"
-#define QC_MVE_PW_START                                                                                          \
-  "ldrd %[s0], %[s1], [%[q]], #8\n\tldrd %[s2], %[s3], [%[q]], #8\n\t"                                           \
-  "mov %[t0], %[s0]\n\tmov %[t1], %[s1]\n\tmov %[t2], %[s2]\n\tmov %[t3], %[s3]\n\t"
+/* the sums from 0 (the chunk loop of the other forms; MOV, not MOVS, as above) */
+#define QC_MVE_PW_ZERO                                                                                           \
+  "mov %[s0], #0\n\tmov %[s1], #0\n\tmov %[s2], #0\n\tmov %[s3], #0\n\t"                                           \
+  "mov %[t0], #0\n\tmov %[t1], #0\n\tmov %[t2], #0\n\tmov %[t3], #0\n\t"
 #define QC_MVE_PW_LANES                                                                                          \
   "vmov %q[va][2], %q[va][0], %[s0], %[s2]\n\tvmov %q[va][3], %q[va][1], %[s1], %[s3]\n\t"                        \
   "vmov %q[vb][2], %q[vb][0], %[t0], %[t2]\n\tvmov %q[vb][3], %q[vb][1], %[t1], %[t3]"
@@ -118,20 +152,21 @@ QC_MVE_INLINE const int32_t *qc_mve_pw_block(const int32_t *q, const int8_t *x0,
   int32x4_t va, vb;
   const int32_t full = k / 16, tail = k % 16;
   if (k <= 16) {  /* the pair's inputs were loaded once, before the blocks */
-    __asm__(QC_MVE_PW_START QC_MVE_PW_ROWS QC_MVE_PW_LANES : QC_MVE_PW_SUMS : [xa] "w"(xa), [xb] "w"(xb) : "memory");
+    __asm__(QC_MVE_PW_ROWS_FIRST QC_MVE_PW_LANES : QC_MVE_PW_SUMS : [xa] "w"(xa), [xb] "w"(xb) : "memory");
   } else if (QC_MVE_PW_UNROLL && __builtin_constant_p(k) && full + (tail ? 1 : 0) <= 8) {
-    __asm__(QC_MVE_PW_VCTP QC_MVE_PW_START QC_MVE_PW_CHUNKS QC_MVE_PW_TAIL QC_MVE_PW_LANES
-            : QC_MVE_PW_SUMS, [xa] "=&w"(xa), [xb] "=&w"(xb), [x0] "+r"(x0), [x1] "+r"(x1)
-            : [full] "n"(full), [tail] "n"(tail), [toff] "n"(full * 16)
+    __asm__(QC_MVE_PW_VCTP QC_MVE_PW_CHUNKS QC_MVE_PW_TAIL QC_MVE_PW_LANES
+            : QC_MVE_PW_SUMS, [xa] "=&w"(xa), [xb] "=&w"(xb)
+            : [full] "n"(full), [tail] "n"(tail), [toff] "n"(full * 16), [x0] "r"(x0), [x1] "r"(x1)
             : "memory", "p0");
   } else if (QC_MVE_PW_UNROLL && __builtin_constant_p(k) && full <= QC_MVE_PW_MAX) {
-    __asm__(QC_MVE_PW_VCTP QC_MVE_PW_START ".rept %c[full]\n\t" QC_MVE_PW_NEXT ".endr\n\t" QC_MVE_PW_TAIL
+    __asm__(QC_MVE_PW_VCTP QC_MVE_PW_LOAD QC_MVE_PW_ROWS_FIRST ".rept %c[full] - 1\n\t" QC_MVE_PW_NEXT ".endr\n\t"
+            QC_MVE_PW_TAIL
             QC_MVE_PW_LANES QC_MVE_PW_PAD
             : QC_MVE_PW_SUMS, [xa] "=&w"(xa), [xb] "=&w"(xb), [x0] "+r"(x0), [x1] "+r"(x1)
             : [full] "n"(full), [tail] "n"(tail), [toff] "n"(0)
             : "memory", "p0");
   } else {
-    __asm__(QC_MVE_PW_START
+    __asm__(QC_MVE_PW_ZERO
             : [s0] "=&Te"(s0), [s1] "=&Te"(s1), [s2] "=&Te"(s2), [s3] "=&Te"(s3), [t0] "=&Te"(t0), [t1] "=&Te"(t1),
               [t2] "=&Te"(t2), [t3] "=&Te"(t3), [q] "+r"(q)
             :
@@ -159,11 +194,17 @@ QC_MVE_INLINE const int32_t *qc_mve_pw_block(const int32_t *q, const int8_t *x0,
    of 4: a block of zero rows in the stream, stored predicated. */
 QC_MVE_INLINE const int32_t *qc_mve_pw_rows(const qc_mve_conv_params *P, const int32_t *q, const int8_t *x0,
                                             const int8_t *x1, int8x16_t xa, int8x16_t xb, int32_t k, char *y,
-                                            int32_t ys, int32_t left, int out16) {
-  int32x4_t va, vb, m, s1;
-  q = qc_mve_conv_scales(qc_mve_pw_block(q, x0, x1, xa, xb, k, &va, &vb), &m, &s1);
-  qc_mve_conv_store(va, m, s1, y, P, left, out16);
-  qc_mve_conv_store(vb, m, s1, y + ys, P, left, out16);
+                                            int32_t ys, uint16x8_t off, int32_t left, int out16) {
+  int32x4_t va, vb, start, m, s1;
+  q = qc_mve_conv_scales(qc_mve_pw_block(q, x0, x1, xa, xb, k, &va, &vb), &start, &m, &s1);
+  va = vaddq_s32(va, start);
+  vb = vaddq_s32(vb, start);
+  if (!out16 && left == 4) {
+    qc_mve_conv_store_pair8(va, vb, m, s1, (int8_t *)y, off, P);
+  } else {
+    qc_mve_conv_store(va, m, s1, y, P, left, out16);
+    qc_mve_conv_store(vb, m, s1, y + ys, P, left, out16);
+  }
   return q;
 }
 
@@ -177,12 +218,13 @@ QC_MVE_INLINE void qc_mve_conv_2px(const qc_mve_conv_params *P, const int8_t *x0
     xa = k < 16 ? vldrbq_z_s8(x0, pk) : vldrbq_s8(x0);
     xb = k < 16 ? vldrbq_z_s8(x1, pk) : vldrbq_s8(x1);
   }
+  const uint16x8_t off = qc_mve_pair_offsets(ys);
   char *yb = (char *)y;
   for (int32_t i = 0; i < blocks; ++i, yb += 4 * size) {
-    q = qc_mve_pw_rows(P, q, x0, x1, xa, xb, k, yb, ys * size, 4, out16);
+    q = qc_mve_pw_rows(P, q, x0, x1, xa, xb, k, yb, ys * size, off, 4, out16);
   }
   if (P->rows % 4) {
-    qc_mve_pw_rows(P, q, x0, x1, xa, xb, k, yb, ys * size, P->rows % 4, out16);
+    qc_mve_pw_rows(P, q, x0, x1, xa, xb, k, yb, ys * size, off, P->rows % 4, out16);
   }
 }
 
@@ -197,17 +239,22 @@ QC_MVE_INLINE void qc_mve_conv_2px_s16(const qc_mve_conv_params *P, const int8_t
 }
 
 /* One output pixel: per block of 4 rows one asm statement, the 4 sums in even core registers (as above, one input
-   vector per chunk), the whole chunks in a loop (DLS / LE: lr is free here), then the tail chunk predicated. */
-#define QC_MVE_PX_ROW(w, s) "vldrb.8 %q[" w "], [%[q]], #16\n\tvmladava.s8 %[" s "], %q[xa], %q[" w "]\n\t"
-#define QC_MVE_PX_ROWS QC_MVE_PX_ROW("w0", "s0") QC_MVE_PX_ROW("w1", "s1") QC_MVE_PX_ROW("w0", "s2") QC_MVE_PX_ROW("w1", "s3")
-#define QC_MVE_PX_START "ldrd %[s0], %[s1], [%[q]], #8\n\tldrd %[s2], %[s3], [%[q]], #8\n\t"
-#define QC_MVE_PX_LOOP "dls lr, %[full]\n1:\n\tvldrb.8 %q[xa], [%[x0]], #16\n\t" QC_MVE_PX_ROWS "le lr, 1b\n\t"
+   vector per chunk), the first chunk, the other whole chunks in a loop (WLS / LE: lr is free here), then the tail
+   chunk predicated. */
+#define QC_MVE_PX_ROW(op, w, s) "vldrb.8 %q[" w "], [%[q]], #16\n\t" op " %[" s "], %q[xa], %q[" w "]\n\t"
+#define QC_MVE_PX_ROWS_OP(op)                                                                                    \
+  QC_MVE_PX_ROW(op, "w0", "s0") QC_MVE_PX_ROW(op, "w1", "s1") QC_MVE_PX_ROW(op, "w0", "s2") QC_MVE_PX_ROW(op, "w1", "s3")
+#define QC_MVE_PX_ROWS QC_MVE_PX_ROWS_OP("vmladava.s8")
+/* the first chunk (VMLADAV: from 0), then the other whole chunks in a loop (WLS: none when more is 0) */
+#define QC_MVE_PX_FIRST "vldrb.8 %q[xa], [%[x0]], #16\n\t" QC_MVE_PX_ROWS_OP("vmladav.s8")
+#define QC_MVE_PX_LOOP                                                                                           \
+  "wls lr, %[more], 2f\n1:\n\tvldrb.8 %q[xa], [%[x0]], #16\n\t" QC_MVE_PX_ROWS "le lr, 1b\n2:\n\t"
 #define QC_MVE_PX_TAIL "vctp.8 %[tail]\n\tvpst\n\tvldrbt.8 %q[xa], [%[x0]]\n\t" QC_MVE_PX_ROWS
 #define QC_MVE_PX_LANES "vmov %q[va][2], %q[va][0], %[s0], %[s2]\n\tvmov %q[va][3], %q[va][1], %[s1], %[s3]"
 #define QC_MVE_PX_OPERANDS                                                                                       \
   [s0] "=&Te"(s0), [s1] "=&Te"(s1), [s2] "=&Te"(s2), [s3] "=&Te"(s3), [q] "+r"(q), [w0] "=&w"(w0), [w1] "=&w"(w1), \
       [va] "=&w"(va), [xa] "+&w"(xa), [x0] "+r"(x0)
-#define QC_MVE_PX_INPUTS [full] "r"(full), [tail] "r"(tail)
+#define QC_MVE_PX_INPUTS [more] "r"(full - 1), [tail] "r"(tail)
 
 /* The sums of one block of 4 rows for the pixel at x0 into the returned vector; q advanced past the block's starts
    and chunks. */
@@ -218,12 +265,12 @@ QC_MVE_INLINE const int32_t *qc_mve_px_block(const int32_t *q, const int8_t *x0,
   int32x4_t va;
   const int32_t full = k / 16, tail = k % 16;
   if (k <= 16) {  /* the input was loaded once, before the blocks */
-    __asm__(QC_MVE_PX_START QC_MVE_PX_ROWS QC_MVE_PX_LANES : QC_MVE_PX_OPERANDS : QC_MVE_PX_INPUTS : "memory");
+    __asm__(QC_MVE_PX_ROWS_OP("vmladav.s8") QC_MVE_PX_LANES : QC_MVE_PX_OPERANDS : QC_MVE_PX_INPUTS : "memory");
   } else if (tail) {
-    __asm__(QC_MVE_PX_START QC_MVE_PX_LOOP QC_MVE_PX_TAIL QC_MVE_PX_LANES
+    __asm__(QC_MVE_PX_FIRST QC_MVE_PX_LOOP QC_MVE_PX_TAIL QC_MVE_PX_LANES
             : QC_MVE_PX_OPERANDS : QC_MVE_PX_INPUTS : "memory", "lr", "p0");
   } else {
-    __asm__(QC_MVE_PX_START QC_MVE_PX_LOOP QC_MVE_PX_LANES : QC_MVE_PX_OPERANDS : QC_MVE_PX_INPUTS : "memory", "lr");
+    __asm__(QC_MVE_PX_FIRST QC_MVE_PX_LOOP QC_MVE_PX_LANES : QC_MVE_PX_OPERANDS : QC_MVE_PX_INPUTS : "memory", "lr");
   }
   *v_out = va;
   return q;
@@ -232,8 +279,9 @@ QC_MVE_INLINE const int32_t *qc_mve_px_block(const int32_t *q, const int8_t *x0,
 /* Every output channel of the pixel at x (k inputs), requantized and stored at y (int8, or int16 when out16). */
 QC_MVE_INLINE const int32_t *qc_mve_px_rows(const qc_mve_conv_params *P, const int32_t *q, const int8_t *x,
                                             int8x16_t xa, int32_t k, char *y, int32_t left, int out16) {
-  int32x4_t v, m, s1;
-  q = qc_mve_conv_scales(qc_mve_px_block(q, x, xa, k, &v), &m, &s1);
+  int32x4_t v, start, m, s1;
+  q = qc_mve_conv_scales(qc_mve_px_block(q, x, xa, k, &v), &start, &m, &s1);
+  v = vaddq_s32(v, start);
   qc_mve_conv_store(v, m, s1, y, P, left, out16);
   return q;
 }

@@ -3,9 +3,11 @@ templates/mve/_dot.c.j2).
 
 int8 x int8 convolutions with weight zero point 0 and rows of at most 65,535 elements:
 - CONV2D with constant weights and bias, at least 4 output channels, int8 or int16 outputs of an exact 32-bit
-  requantization (shifts >= 33): every output channel of a pixel pair (qc_mve_conv_2px_*: each weight chunk serves
-  both pixels; a last odd pixel pairs with itself) or of one pixel (qc_mve_conv_1px_*), per block of 4 channels one
-  asm statement over the mve_pw4x2 stream (starts, weights, scales), requantized in vectors;
+  requantization (shifts >= 33; int8 outputs: |zero point| <= 32640): every output channel of a pixel pair
+  (qc_mve_conv_2px_*: each weight chunk serves both pixels; a last odd pixel pairs with itself) or of one pixel
+  (qc_mve_conv_1px_*), per block of 4 channels one asm statement over the mve_pw4x2 stream (starts, weights,
+  scales), requantized in vectors (int8 outputs of pixel pairs: a block's 8 values narrowed in one vector, one
+  scatter store);
 - other CONV2D: 4 weight rows per input vector (qc_mve_dot_4rows_s8), the step requantizing each sum;
 - DEPTHWISE_CONV2D (multiplier 1, constant weights and bias, |bias| + taps 2^17 < 2^31): blocks of 16 channels in
   registers over the taps, one call per run of interior pixels of an output row (qc_mve_dw_s8_*: int8 outputs of an
@@ -48,6 +50,8 @@ DW_ROWS_SCRATCH = 8192  # bytes of padded input rows of qc_mve_dw_s8_rows (on th
 # instructions (GCC 12 -O2 disassembly, measured): a qc_mve_dw_s8_* call's prologue and set-up, a border pixel's table
 # of taps; in qc_mve_dw_s8_rows a row's call and offsets, and the copy of 16 input bytes
 DW_CALL_COST, DW_TABLE_COST, DW_ROW_COST, DW_COPY_COST = 90, 70, 120, 3
+# qc_mve_conv_store_pair8 adds the output zero point to int16-saturated lanes: exact for |zp| <= 2^15 - 128
+INT8_ZP_MAX = 32640
 
 
 def _dbl(rq: Requantization) -> int:
@@ -157,7 +161,7 @@ def _exact_vector(c: ConvStep) -> bool:
     """The vector requantization of qc_mve_conv_* computes the step's outputs exactly (no exceptions to the single
     rounding: the template's store compares them)."""
     return (c.rq is not None and exact_s33(c.rq) and not c.rq.exceptions
-            and c.y.dtype.ctype in ("int8_t", "int16_t"))
+            and (c.y.dtype.ctype == "int16_t" or c.y.dtype.ctype == "int8_t" and abs(c.rq.output_zp) <= INT8_ZP_MAX))
 
 
 def _conv(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> KernelChoice | None:

@@ -18,17 +18,17 @@ def mve_r4x16(values: np.ndarray, rows: int) -> np.ndarray:
 def mve_pw4x2(values: np.ndarray, rows: int, bias: np.ndarray, izp: int, multipliers: list[int],
               shifts: list[int]) -> np.ndarray:
     """One int32 stream per block of 4 rows of int8 weights ([rows, k]) for the Cortex-M55 convolution kernels
-    (qc_mve_conv_{1px,2px}_*: one pointer walks it): the 4 accumulator starts base[r] = bias[r] (or bias[0]) - izp *
-    the sum of row r (modulo 2^32, like the kernel's int32 sums: the exact sum fits int32), the rows' int8 chunks of
-    mve_r4x16 as words, then the 4 multipliers and the 4 VRSHL counts 31 - shift (per-tensor scales repeated: with
+    (qc_mve_conv_{1px,2px}_*: one pointer walks it): the rows' int8 chunks of mve_r4x16 as words, the 4 accumulator
+    starts base[r] = bias[r] (or bias[0]) - izp * the sum of row r (modulo 2^32, like the kernel's int32 sums: the
+    exact sum fits int32), then the 4 multipliers and the 4 VRSHL counts 31 - shift (per-tensor scales repeated: with
     them as loop constants GCC 12 found no registers for the pair's asm). The rows after the last whole block make
     a last block with zero rows (starts, multipliers and counts 0)."""
     w = np.asarray(values, np.int64).reshape(rows, -1)
     blocks, pad = -(-rows // 4), -rows % 4
     base = np.broadcast_to(np.asarray(bias, np.int64).reshape(-1), (rows,)) - izp * w.sum(axis=1)
     per_row = [np.broadcast_to(np.asarray(v, np.int64), (rows,)) for v in (multipliers, 31 - np.asarray(shifts))]
-    parts = [np.pad(base, (0, pad)).reshape(blocks, 4),
-             mve_r4x16(values, rows).view(np.uint8).reshape(blocks, -1).view("<i4").astype(np.int64)]
+    parts = [mve_r4x16(values, rows).view(np.uint8).reshape(blocks, -1).view("<i4").astype(np.int64),
+             np.pad(base, (0, pad)).reshape(blocks, 4)]
     parts += [np.pad(v, (0, pad)).reshape(blocks, 4) for v in per_row]
     return (np.concatenate(parts, axis=1).reshape(-1) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
 
