@@ -69,7 +69,8 @@ static inline __attribute__((unused)) void qc_hvx_dot_rows32_s8(const int8_t *x,
 }
 
 /* The requantization of 32 int32 accumulators to int8 (TFLite's MultiplyByQuantizedMultiplier, TOSA RESCALE), in
-   vectors. rq: the 5 vectors of the block's 32 channels (qcodegen/kernels/hvx/layouts.py rq32): m (the multiplier,
+   vectors: qc_hvx_scale (steps 1-3: y from acc and the vectors m, r, mask, half, adj), qc_hvx_requant (step 4).
+   rq: the 5 vectors of the block's 32 channels (qcodegen/kernels/hvx/layouts.py rq32): m (the multiplier,
    0 <= m < 2^31), r = shift - 31 (0 <= r <= 31), mask = 2^r - 1, half = 2^(r - 1) (0 when r = 0) and adj (-1 where
    the second rounding is away from zero, else 0). The result is clamp(y + zp, lo, hi) with, for the TOSA shift
    s = 31 + r and P = acc * m (exact, up to 2^62 in magnitude):
@@ -91,17 +92,24 @@ static inline __attribute__((unused)) void qc_hvx_dot_rows32_s8(const int8_t *x,
       the second shift logical: 0 <= (h & mask) + c < 2^31 + 2^30, no int32 overflow (h + c could overflow).
    4. y + zp saturates to int32 (VADD:sat) before the clamp to [lo, hi], a sub-range of int32: the clamp of the
       exact sum. */
+static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_scale(HVX_Vector acc, HVX_Vector m,
+                                                                             HVX_Vector r, HVX_Vector mask,
+                                                                             HVX_Vector half, HVX_Vector adj,
+                                                                             int32_t rnd) {
+  const HVX_Vector e = Q6_Vw_vmpye_VwVuh(acc, m);
+  const HVX_Vector h = rnd ? Q6_Vw_vmpyoacc_VwVwVh_s1_rnd_sat_shift(e, acc, m)
+                           : Q6_Vw_vmpyoacc_VwVwVh_s1_sat_shift(e, acc, m);
+  const HVX_Vector c = Q6_Vw_vadd_VwVw(half, Q6_V_vand_VV(Q6_Vw_vasr_VwR(h, 31), adj));
+  const HVX_Vector frac = Q6_Vw_vlsr_VwVw(Q6_Vw_vadd_VwVw(Q6_V_vand_VV(h, mask), c), r);
+  return Q6_Vw_vadd_VwVw(Q6_Vw_vasr_VwVw(h, r), frac);
+}
+
+/* qc_hvx_scale by the 5 vectors at rq, then clamp(y + zp, lo, hi) (step 4). */
 static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_requant(HVX_Vector acc, const int32_t *rq,
                                                                                int32_t rnd, HVX_Vector zp,
                                                                                HVX_Vector lo, HVX_Vector hi) {
   const qc_hvx_uvec *v = (const qc_hvx_uvec *)(const void *)rq;
-  const HVX_Vector m = v[0], r = v[1];
-  const HVX_Vector e = Q6_Vw_vmpye_VwVuh(acc, m);
-  const HVX_Vector h = rnd ? Q6_Vw_vmpyoacc_VwVwVh_s1_rnd_sat_shift(e, acc, m)
-                           : Q6_Vw_vmpyoacc_VwVwVh_s1_sat_shift(e, acc, m);
-  const HVX_Vector c = Q6_Vw_vadd_VwVw(v[3], Q6_V_vand_VV(Q6_Vw_vasr_VwR(h, 31), v[4]));
-  const HVX_Vector frac = Q6_Vw_vlsr_VwVw(Q6_Vw_vadd_VwVw(Q6_V_vand_VV(h, v[2]), c), r);
-  const HVX_Vector y = Q6_Vw_vadd_VwVw(Q6_Vw_vasr_VwVw(h, r), frac);
+  const HVX_Vector y = qc_hvx_scale(acc, v[0], v[1], v[2], v[3], v[4], rnd);
   return Q6_Vw_vmin_VwVw(Q6_Vw_vmax_VwVw(Q6_Vw_vadd_VwVw_sat(y, zp), lo), hi);
 }
 
@@ -190,14 +198,20 @@ static inline __attribute__((unused)) void qc_hvx_dw_tap_s8(int32_t *acc, const 
 
 /* The vector pad with the int8 values of the pixels j < cnt of a group that are inside the input row (0 <= ix + j
    < iw) at bytes j n .. j n + n - 1 (x + off: pixel 0's channels, only read where inside). This and
-   qc_hvx_load_tail_s8 fill a vector byte by byte through memory and are not inlined: inlined into the kernels
-   specialized per step (constant n), clang 14 gave wrong vectors (qc_hvx_dw_rq_s8_inline, 8 channels, one pixel a
-   block); both are rare paths (the borders, buffers of fewer than 128 bytes). */
+   qc_hvx_load_tail_s8 fill a vector byte by byte through memory: the vector's first store (vmem) and the byte
+   stores (memb) to the same bytes must not share a packet. clang 14 packed them together where it knew the count
+   (inlined into the kernels specialized per step, or a constant count propagated into the out-of-line copy), and
+   qemu-hexagon then kept the vector store's bytes: wrong vectors (qc_hvx_dw_rq_s8_inline with 8 channels, one pixel
+   a block; an element-wise step of one element). QC_HVX_PACKET_BARRIER (an empty asm statement with a memory
+   clobber, which ends a packet) separates them. Both are rare paths (the borders, buffers of fewer than 128 bytes),
+   not inlined. */
+#define QC_HVX_PACKET_BARRIER() __asm__ __volatile__("" : : : "memory")
 static __attribute__((noinline, unused)) HVX_Vector qc_hvx_gather_s8(const int8_t *x, int32_t off, int32_t ix,
                                                                      int32_t cnt, int32_t n, int32_t iw,
                                                                      HVX_Vector pad) {
   HVX_Vector v = pad;
   int8_t *b = (int8_t *)(void *)&v;
+  QC_HVX_PACKET_BARRIER();
   for (int32_t j = 0; j < cnt; ++j) {
     for (int32_t c = 0; ix + j >= 0 && ix + j < iw && c < n; ++c) {
       b[j * n + c] = x[off + j * n + c];
@@ -210,6 +224,7 @@ static __attribute__((noinline, unused)) HVX_Vector qc_hvx_gather_s8(const int8_
 static __attribute__((noinline, unused)) HVX_Vector qc_hvx_load_tail_s8(const int8_t *x, int32_t need) {
   HVX_Vector v = Q6_V_vzero();
   int8_t *b = (int8_t *)(void *)&v;
+  QC_HVX_PACKET_BARRIER();
   for (int32_t i = 0; i < need; ++i) {
     b[i] = x[i];
   }

@@ -10,7 +10,7 @@ in vectors; else qc_hvx_dot_rows32_s8 gives the sums and the template's store re
 DEPTHWISE_CONV2D of int8 x int8 with weight zero point 0 and multiplier 1: with constant weights and bias and such
 an int8 output, qc_hvx_dw_rq_s8 runs the whole step (any channel count: blocks of 64 lanes zero-padded at plan
 time, or 64 / n neighbouring pixels a block); else, for a multiple of 32 channels, each in-bounds tap of the
-portable loops by qc_hvx_dw_tap_s8. Other steps run the portable loops."""
+portable loops by qc_hvx_dw_tap_s8. FUSED_ELEMENTWISE: elementwise.py. Other steps run the portable loops."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from ..generic import conv_or_portable, portable
 from ..layouts import row_sums
 from ..names import ArrayNames
 from ..record import ConstArray, KernelChoice, const_array, step_array
-from . import layouts
+from . import elementwise, layouts
 
 FILES = ("hexagon/qc_hvx.h",)
 STEP_ATTRIBUTES = ""
@@ -89,6 +89,8 @@ class DepthwiseTap:
 
 
 def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoice:
+    if io.step.op == "FUSED_ELEMENTWISE":
+        return elementwise.choose(io)
     c = conv_or_portable(io)
     if isinstance(c, KernelChoice):
         return c
