@@ -69,7 +69,7 @@ static inline __attribute__((unused)) void qc_hvx_dot_rows32_s8(const int8_t *x,
 }
 
 /* The requantization of 32 int32 accumulators to int8 (TFLite's MultiplyByQuantizedMultiplier, TOSA RESCALE), in
-   vectors: qc_hvx_scale (steps 1-3: y from acc and the vectors m, r, mask, half, adj), qc_hvx_requant (step 4).
+   vectors: qc_hvx_scale (steps 1-3: y from acc and the 5 vectors at v), qc_hvx_requant (step 4).
    rq: the 5 vectors of the block's 32 channels (qcodegen/kernels/hvx/layouts.py rq32): m (the multiplier,
    0 <= m < 2^31), r = shift - 31 (0 <= r <= 31), mask = 2^r - 1, half = 2^(r - 1) (0 when r = 0) and adj (-1 where
    the second rounding is away from zero, else 0). The result is clamp(y + zp, lo, hi) with, for the TOSA shift
@@ -92,15 +92,14 @@ static inline __attribute__((unused)) void qc_hvx_dot_rows32_s8(const int8_t *x,
       the second shift logical: 0 <= (h & mask) + c < 2^31 + 2^30, no int32 overflow (h + c could overflow).
    4. y + zp saturates to int32 (VADD:sat) before the clamp to [lo, hi], a sub-range of int32: the clamp of the
       exact sum. */
-static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_scale(HVX_Vector acc, HVX_Vector m,
-                                                                             HVX_Vector r, HVX_Vector mask,
-                                                                             HVX_Vector half, HVX_Vector adj,
+static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_scale(HVX_Vector acc, const qc_hvx_uvec *v,
                                                                              int32_t rnd) {
+  const HVX_Vector m = v[0], r = v[1];
   const HVX_Vector e = Q6_Vw_vmpye_VwVuh(acc, m);
   const HVX_Vector h = rnd ? Q6_Vw_vmpyoacc_VwVwVh_s1_rnd_sat_shift(e, acc, m)
                            : Q6_Vw_vmpyoacc_VwVwVh_s1_sat_shift(e, acc, m);
-  const HVX_Vector c = Q6_Vw_vadd_VwVw(half, Q6_V_vand_VV(Q6_Vw_vasr_VwR(h, 31), adj));
-  const HVX_Vector frac = Q6_Vw_vlsr_VwVw(Q6_Vw_vadd_VwVw(Q6_V_vand_VV(h, mask), c), r);
+  const HVX_Vector c = Q6_Vw_vadd_VwVw(v[3], Q6_V_vand_VV(Q6_Vw_vasr_VwR(h, 31), v[4]));
+  const HVX_Vector frac = Q6_Vw_vlsr_VwVw(Q6_Vw_vadd_VwVw(Q6_V_vand_VV(h, v[2]), c), r);
   return Q6_Vw_vadd_VwVw(Q6_Vw_vasr_VwVw(h, r), frac);
 }
 
@@ -108,8 +107,7 @@ static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_scale(HVX
 static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_requant(HVX_Vector acc, const int32_t *rq,
                                                                                int32_t rnd, HVX_Vector zp,
                                                                                HVX_Vector lo, HVX_Vector hi) {
-  const qc_hvx_uvec *v = (const qc_hvx_uvec *)(const void *)rq;
-  const HVX_Vector y = qc_hvx_scale(acc, v[0], v[1], v[2], v[3], v[4], rnd);
+  const HVX_Vector y = qc_hvx_scale(acc, (const qc_hvx_uvec *)(const void *)rq, rnd);
   return Q6_Vw_vmin_VwVw(Q6_Vw_vmax_VwVw(Q6_Vw_vadd_VwVw_sat(y, zp), lo), hi);
 }
 

@@ -92,8 +92,9 @@ QC_HVX_EW HVX_Vector qc_hvx_ew_rescale(HVX_Vector v, int32_t izp, int32_t m, int
                                        int32_t zp, int32_t lo, int32_t hi) {
   const HVX_Vector a = izp ? Q6_Vw_vsub_VwVw(v, Q6_V_vsplat_R(izp)) : v;
   const int32_t mask = (int32_t)(((uint32_t)1 << r) - 1u), half = r > 0 ? (int32_t)1 << (r - 1) : 0;
-  const HVX_Vector y = qc_hvx_scale(a, Q6_V_vsplat_R(m), Q6_V_vsplat_R(r), Q6_V_vsplat_R(mask), Q6_V_vsplat_R(half),
-                                    Q6_V_vsplat_R(adj), rnd);
+  const HVX_Vector k[5] = {Q6_V_vsplat_R(m), Q6_V_vsplat_R(r), Q6_V_vsplat_R(mask), Q6_V_vsplat_R(half),
+                           Q6_V_vsplat_R(adj)};
+  const HVX_Vector y = qc_hvx_scale(a, k, rnd);
   return qc_hvx_ew_zp_clamp(y, zp, lo, hi);
 }
 
