@@ -1,8 +1,8 @@
-"""The HVX kernels of runtime/hexagon/qc_hvx.h on their own: one program, built with target hexagon-hvx's compiler
-and flags and run under qemu-hexagon, calls qc_hvx_dot_rows32_s8 (weights laid out by the family's own layouts,
-qcodegen/kernels/hvx/layouts.py rows32) and qc_hvx_dw_tap_s8 on seeded random and extreme operands; the results
-must equal the numpy CONV2D / DEPTHWISE_CONV2D primitives' accumulators element for element. The kernel choices
-are checked without rendering."""
+"""The HVX kernels of runtime/hexagon/qc_hvx.h and qc_hvx_ew.h on their own: one program, built with target
+hexagon-hvx's compiler and flags and run under qemu-hexagon, calls qc_hvx_dot_rows32_s8 (weights laid out by the
+family's own layouts, qcodegen/kernels/hvx/layouts.py rows32), qc_hvx_dw_tap_s8, the requantizing kernels and the
+element-wise parts on seeded random and extreme operands; the results must equal the numpy primitives' (CONV2D,
+DEPTHWISE_CONV2D, RESCALE) element for element. The kernel choices are checked without rendering."""
 
 from __future__ import annotations
 
@@ -200,9 +200,71 @@ def _dw_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
         _check_forms(prog, "dw", params, want, lambda fn, xs=xs: f"{fn}(&q, {xs}, r);")
 
 
+def _ew_io_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
+    """qc_hvx_ew_load then qc_hvx_ew_store, 128 elements an iteration, of int8 / int16 / int32 buffers of 1, 31,
+    128, 129 and 300 elements (partial last vectors of every length class, buffers shorter than a vector) into a
+    buffer of sentinels (99) 8 elements longer: every element copied, the sentinels past the end untouched; int8
+    widened to int32 lanes and stored as int32 (sign extension, lane order)."""
+    for ctype, (lo, hi), out in (("int8_t", (-128, 127), "int8_t"), ("int16_t", (-32768, 32767), "int16_t"),
+                                 ("int32_t", INT32, "int32_t"), ("int8_t", (-128, 127), "int32_t")):
+        bytes_in, bytes_out = (np.dtype(t.removesuffix("_t")).itemsize for t in (ctype, out))
+        for n in (1, 31, 128, 129, 300):
+            x = rng.integers(lo, hi, n, endpoint=True)
+            x[:2] = (lo, hi)[:n]
+            xs = prog.array(ctype, x)
+            prog.check(f"  {out} r[{n + 8}];\n  for (int32_t i = 0; i < {n + 8}; ++i) r[i] = 99;\n"
+                       f"  for (int32_t i = 0; i < {n}; i += 128) {{\n    HVX_Vector v[4];\n"
+                       f"    qc_hvx_ew_load({xs}, {bytes_in}, {n}, i, v);\n"
+                       f"    qc_hvx_ew_store(r, {bytes_out}, {n}, i, v);\n  }}", "r", np.concatenate([x, [99] * 8]))
+
+
+def _ew_lanes(prog: KernelProgram, acc: np.ndarray, call: str, out: str, want: np.ndarray) -> None:
+    """call (a C expression of the int32 lanes v) on the 128 values acc, 32 lanes at a time, the results stored as
+    `out` against want."""
+    prog.check(f"  {out} r[128];\n  for (int32_t b = 0; b < 4; ++b) {{\n    HVX_Vector v;\n"
+               f"    __builtin_memcpy(&v, {prog.array('int32_t', acc)} + 32 * b, 128);\n"
+               f"    const HVX_Vector q = {call};\n"
+               f"    for (int32_t l = 0; l < 32; ++l) r[32 * b + l] = ({out})((const int32_t *)(const void *)&q)[l];\n"
+               "  }", "r", want)
+
+
+def _ew_rescale_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
+    """qc_hvx_ew_rescale (per tensor, scalar constants: shifts 31..62, multipliers 0, 1, 2^30, 2^31 - 1 and random,
+    double and single rounding, accumulators anywhere in int32, near results and on exact ties) and
+    qc_hvx_ew_rescale_pow2 (2^k with shifts 1..30: shifted left, rounded right, on ties) against the numpy RESCALE:
+    full int32 results, then an input zero point with int8 operands, an output zero point and a clamp."""
+    for rounding in ("double_round", "single_round"):
+        acc, mults, shifts = _requant_operands(rng, 128)
+        for m, s in ((mults[0], 40), (1, 33), ((1 << 31) - 1, 62), (1 << 30, 31), (1 << 30, 32), (int(mults[9]), 38),
+                     (int(mults[10]), int(shifts[10]))):
+            a = np.where(s == 31, np.clip(acc, -(1 << 30), (1 << 30) - 1), acc)  # TOSA REQUIRE at shift 31
+            if m == 1 << 30 and s > 31:
+                a[:64] = (2 * rng.integers(-(1 << 9), 1 << 9, 64) + 1) << (s - 31)  # ties
+            single = rounding == "single_round"
+            rnd, adj = int(not (single and s > 31)), -int(not single and s > 31)
+            _ew_lanes(prog, a, f"qc_hvx_ew_rescale(v, 0, {m}, {s - 31}, {rnd}, {adj}, 0, INT32_MIN, INT32_MAX)",
+                      "int32_t", rescale(a[None], [m], [s], rounding, 0, *INT32, "i32")[0])
+            x = rng.integers(-128, 128, 128)
+            _ew_lanes(prog, x, f"qc_hvx_ew_rescale(v, -7, {m}, {s - 31}, {rnd}, {adj}, 3, -100, 127)", "int8_t",
+                      rescale((x + 7)[None], [m], [s], rounding, 3, -100, 127)[0])
+    for k, s in ((30, 10), (30, 11), (20, 20), (28, 30), (3, 9), (0, 2)):
+        n, bound = k - s, (1 << (s - 1)) - 1  # TOSA REQUIRE |v| < 2^(shift - 1) for shifts <= 31
+        x = rng.integers(-bound, bound, 128, endpoint=True)
+        x[:2] = -bound, bound
+        if n < 0:
+            x[2:34] = np.clip((2 * rng.integers(-bound, bound, 32) + 1) << (-n - 1), -bound, bound)  # ties
+        _ew_lanes(prog, x, f"qc_hvx_ew_rescale_pow2(v, 0, {n}, 0, INT32_MIN, INT32_MAX)", "int32_t",
+                  rescale(x[None], [1 << k], [s], "single_round", 0, *INT32, "i32")[0])
+        if s >= 9:  # int8 operands minus the zero point 5
+            x8 = rng.integers(-128, 128, 128)
+            _ew_lanes(prog, x8, f"qc_hvx_ew_rescale_pow2(v, 5, {n}, -3, -128, 50)", "int8_t",
+                      rescale((x8 - 5)[None], [1 << k], [s], "single_round", -3, -128, 50)[0])
+
+
 def _run(prog: KernelProgram, workdir: Path) -> np.ndarray:
     runtime = data_path("runtime")
-    for header in ("qc_minilibc.h", "hexagon/qc_hvx.h"):  # beside the source: part of the build's cache key
+    # beside the source: part of the build's cache key
+    for header in ("qc_minilibc.h", "hexagon/qc_hvx.h", "hexagon/qc_hvx_ew.h"):
         shutil.copyfile(runtime / header, workdir / Path(header).name)
     source = workdir / "kernels_hexagon.c"
     source.write_text(prog.source().replace("#include <stdio.h>", '#include "qc_minilibc.h"'))
@@ -218,7 +280,7 @@ def _run(prog: KernelProgram, workdir: Path) -> np.ndarray:
 
 @pytest.mark.skipif(bool(unavailable(TARGET)), reason=f"hexagon-hvx: {unavailable(TARGET)}")
 def test_kernels_against_the_numpy_primitives(tmp_path):
-    prog = KernelProgram(("qc_hvx.h",))
+    prog = KernelProgram(("qc_hvx.h", "qc_hvx_ew.h"))
     rng = np.random.default_rng(18)
     _dot_cases(prog, rng)
     _depthwise_cases(prog, rng)
@@ -226,6 +288,8 @@ def test_kernels_against_the_numpy_primitives(tmp_path):
     _store_cases(prog)
     _conv_rq_cases(prog, rng)
     _dw_rq_cases(prog, rng)
+    _ew_io_cases(prog, rng)
+    _ew_rescale_cases(prog, rng)
     mismatches = prog.mismatches(_run(prog, tmp_path))
     assert mismatches == "", mismatches
 
