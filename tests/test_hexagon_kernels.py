@@ -17,6 +17,7 @@ from qcodegen.codegen import load_target
 from qcodegen.kernel_testing import KernelProgram, conv_accumulators, conv_schedule, depthwise_accumulators, rescale
 from qcodegen.kernels import plan_kernels
 from qcodegen.kernels.hvx import layouts
+from qcodegen.primitives.rescale import exception_arrays
 from qcodegen.resources import data_path
 from qcodegen.verify.build import compile_cached
 from qcodegen.verify.runners import unavailable
@@ -137,6 +138,34 @@ def _rq_vectors(prog: KernelProgram, mults: list, shifts: list, rounding: str, l
 KERNEL_FORMS = {kind: (f"qc_hvx_{kind}_rq_s8", f"qc_hvx_{kind}_rq_s8_inline") for kind in ("conv", "dw")}
 
 
+def _exceptions(prog: KernelProgram, acc: np.ndarray, want: np.ndarray, per_channel: bool, lo: int, hi: int,
+                rng: np.random.Generator) -> tuple[str, np.ndarray]:
+    """Exceptions to the single rounding (channel, accumulator, value) with random values in lo..hi: per channel,
+    the accumulator of a random output of the last channel of each block of 32 and of the last channel (a block
+    whose only exceptions are at its end); per tensor, those of 6 random outputs; and one accumulator that no output
+    has. The kernels' qc_hvx_exceptions initializer and `want` with the listed values where an output's accumulator
+    is listed."""
+    channels = acc.shape[-1]
+    flat = acc.reshape(-1, channels)
+    rows = rng.integers(0, flat.shape[0], channels)
+    if per_channel:
+        listed = {(c, int(flat[rows[c], c])) for c in {*range(31, channels, 32), channels - 1}}
+    else:
+        listed = {(0, int(flat.flat[i])) for i in rng.choice(flat.size, min(6, flat.size), replace=False)}
+    listed.add((channels - 1 if per_channel else 0, 1 << 30))
+    exceptions = tuple((c, a, int(rng.integers(lo, hi + 1))) for c, a in sorted(listed))
+    arrays = exception_arrays(exceptions, channels if per_channel else 1, lo, hi)
+    got = want.reshape(-1, channels).copy()
+    for c, a, v in exceptions:
+        for col in [c] if per_channel else range(channels):
+            got[flat[:, col] == a, col] = v
+    names = [prog.array("int32_t", arrays[k]) for k in ("exc_start", "exc_acc", "exc_value")]
+    return f"{{{', '.join(names)}, {int(per_channel)}}}", got.reshape(want.shape)
+
+
+NO_EXCEPTIONS = "{NULL, NULL, NULL, 0}"
+
+
 def _check_forms(prog: KernelProgram, kind: str, params: str, want: np.ndarray, call) -> None:
     """Both forms of kernel `kind` on the params struct q ({params}) by the C statement call(fn), int8 results in r
     against `want`."""
@@ -149,19 +178,21 @@ def _conv_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
     """qc_hvx_conv_rq_s8 (and its _inline form) pixel by pixel against the numpy CONV2D then RESCALE: rows fewer
     than, a multiple of and more than 32 (a last partial block), rows with a last partial word, per channel and per
     tensor scales, double and single rounding, input zero points -128 and 7, a ReLU clamp."""
-    for rows, k, izp, per_channel, rounding, zp, lo in ((10, 3, -128, True, "double_round", -3, -128),
-                                                        (40, 67, 7, False, "double_round", 2, 2),
-                                                        (64, 130, -128, True, "single_round", -128, -128)):
+    for case, (rows, k, izp, per_channel, rounding, zp, lo) in enumerate((
+            (10, 3, -128, True, "double_round", -3, -128), (40, 67, 7, False, "double_round", 2, 2),
+            (64, 130, -128, True, "single_round", -128, -128), (40, 5, 0, True, "single_round", 0, -128))):
         x = rng.integers(-128, 128, (3, k))
         w = rng.integers(-128, 128, (rows, k))
         bias = rng.integers(-(1 << 16), 1 << 16, rows)
         mults, shifts = _scales(rng, rows, per_channel, rounding)
-        want = rescale(conv_accumulators(x, w, bias, izp), mults, shifts, rounding, zp, lo, 127)
+        acc = conv_accumulators(x, w, bias, izp)
+        want = rescale(acc, mults, shifts, rounding, zp, lo, 127)
+        exc, want = _exceptions(prog, acc, want, per_channel, lo, 127, rng) if case % 2 else (NO_EXCEPTIONS, want)
         terms = izp * w.sum(axis=1)
         blocks = -(-rows // layouts.LANES)
         params = (f"{prog.array('int8_t', layouts.rows32(w))}, {prog.array('int32_t', layouts.starts(bias, terms))}, "
                   f"{_rq_vectors(prog, mults, shifts, rounding, layouts.LANES)}, {k}, {blocks}, {rows}, "
-                  f"{5 * 32 if per_channel else 0}, {int(rounding == 'double_round')}, {zp}, {lo}, 127")
+                  f"{5 * 32 if per_channel else 0}, {int(rounding == 'double_round')}, {zp}, {lo}, 127, {exc}")
         xs = prog.array('int8_t', x)
         _check_forms(prog, "conv", params, want,
                      lambda fn, xs=xs, k=k, rows=rows: f"for (int32_t p = 0; p < 3; ++p) {fn}(&q, {xs} + p * {k}, "
@@ -174,7 +205,7 @@ def _dw_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
     input zero point, or another value), strides 2, dilation 2, per channel and per tensor scales, double and single
     rounding; 8, 16 and 32 channels also 8, 4 and 2 pixels a block (copies, stride 1: groups across the borders, a
     last shorter group); an input of fewer than 128 bytes."""
-    for c, copies, hw, stride, pad, dilation, izp, pad_value, per_channel, rounding in (
+    for case, (c, copies, hw, stride, pad, dilation, izp, pad_value, per_channel, rounding) in enumerate((
             (8, 1, (6, 7), (1, 1), (1, 1, 1, 1), (1, 1), -128, -128, True, "double_round"),
             (8, 8, (6, 13), (1, 1), (1, 1, 1, 1), (1, 1), -128, -128, True, "double_round"),
             (8, 8, (2, 3), (1, 1), (1, 1, 1, 1), (1, 1), 0, 0, True, "double_round"),
@@ -182,16 +213,17 @@ def _dw_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
             (32, 2, (3, 6), (2, 1), (1, 1, 1, 1), (1, 1), -128, -128, True, "double_round"),
             (40, 1, (7, 6), (2, 2), (1, 1, 0, 1), (1, 1), 5, 5, False, "double_round"),
             (72, 1, (6, 6), (1, 2), (2, 1, 1, 2), (2, 2), 0, -128, True, "single_round"),
-            (130, 1, (4, 5), (1, 1), (0, 0, 0, 0), (1, 1), -1, -1, True, "double_round")):
+            (130, 1, (4, 5), (1, 1), (0, 0, 0, 0), (1, 1), -1, -1, True, "double_round"))):
         x = rng.integers(-128, 128, (1, *hw, c))
         w = rng.integers(-128, 128, (3, 3, c))
         bias = rng.integers(-(1 << 16), 1 << 16, c)
         mults, shifts = _scales(rng, c, per_channel, rounding)
         acc = depthwise_accumulators(x, w, bias, izp, stride, pad, dilation, pad_value)
         want = rescale(acc, mults, shifts, rounding, -7, -128, 127)
+        exc, want = _exceptions(prog, acc, want, per_channel, -128, 127, rng) if case % 2 else (NO_EXCEPTIONS, want)
         oh, ow = acc.shape[1:3]
         fields = [c, -(-c * copies // 64), copies, 10 * 32 if per_channel else 0, 3, 3, *hw, oh, ow, *stride,
-                  *dilation, pad[0], pad[2], izp, pad_value, int(rounding == "double_round"), -7, -128, 127]
+                  *dilation, pad[0], pad[2], izp, pad_value, int(rounding == "double_round"), -7, -128, 127, exc]
         params = (f"{prog.array('int16_t', layouts.dw_w16(w.reshape(9, c), copies))}, "
                   f"{prog.array('int32_t', layouts.dw_starts(bias, copies))}, "
                   f"{_rq_vectors(prog, mults, shifts, rounding, 2 * layouts.LANES, copies)}, "

@@ -8,6 +8,7 @@
  * accumulated by VMPY into 64 lanes, requantized in vectors) take a constant params struct per step: not inlined
  * (one copy per model: weight layout "compact"), or their _inline forms, specialized per step by the compiler
  * (weight layout "fast": more .text, fewer instructions).
+ * Both apply the exceptions to the single rounding after their vector stores (qc_hvx_except).
  * qc_hvx_dot_rows32_s8 (int32 sums, the step stores them) and qc_hvx_dw_tap_s8 (one depthwise tap of the portable
  * loops) serve the steps without an int8 requantized output. C99; -Wall -Wextra -Werror -pedantic clean.
  * SPDX-License-Identifier: Apache-2.0 */
@@ -16,6 +17,7 @@
 
 #include <hexagon_protos.h>
 #include <hexagon_types.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #if !defined(__HVX__) || __HVX_LENGTH__ != 128
@@ -132,19 +134,53 @@ static inline __attribute__((always_inline, unused)) void qc_hvx_store_h8(HVX_Ve
   qc_hvx_store_bytes(Q6_Vb_vpacke_VhVh(Q6_V_vzero(), h), y, n);
 }
 
+/* The exceptions to the single rounding (docs/semantics.md §14.5; qcodegen/primitives/rescale.py exception_arrays):
+   es[c] .. es[c + 1] - 1 index the accumulators ea and output values ev of channel c (epc: per channel; else every
+   channel's are channel 0's). es NULL: none. */
+typedef struct {
+  const int32_t *es, *ea, *ev;
+  int32_t epc;
+} qc_hvx_exceptions;
+
+/* Whether channels c0 .. c1 - 1 have any exception (one compare: es is ascending). */
+static inline __attribute__((always_inline, unused)) int32_t qc_hvx_any_exception(const qc_hvx_exceptions *x,
+                                                                                  int32_t c0, int32_t c1) {
+  return x->es != NULL && (x->epc ? x->es[c0] != x->es[c1] : x->es[0] != x->es[1]);
+}
+
+/* After the vector store: for the lanes l < lanes of acc (the int32 accumulators), channel (c0 + step l) mod n,
+   output y[step l] (already stored, the requantized value) becomes the listed value where the lane's accumulator
+   is one of its channel's exceptions; compares only. Not inlined: called only for blocks with exceptions. */
+static __attribute__((noinline, unused)) void qc_hvx_except(const qc_hvx_exceptions *x, HVX_Vector acc,
+                                                            int32_t lanes, int32_t c0, int32_t step, int32_t n,
+                                                            int8_t *y) {
+  int32_t a[32];
+  __builtin_memcpy(a, &acc, sizeof a);
+  for (int32_t l = 0; l < lanes; ++l) {
+    const int32_t c = x->epc ? (c0 + step * l) % n : 0;
+    for (int32_t e = x->es[c]; e < x->es[c + 1]; ++e) {
+      if (a[l] == x->ea[e]) {
+        y[step * l] = (int8_t)x->ev[e];
+      }
+    }
+  }
+}
+
 /* A CONV2D step with an int8 requantized output, for qc_hvx_conv_rq_s8: w (rows32), start (the accumulators'
    start per row, blocks x 32 int32: bias - izp x the row's sum, modulo 2^32), rq (qc_hvx_requant's 5 vectors
-   per block, or one set for every block: rq_stride 0), k, blocks, rows, rnd, zp, lo, hi. */
+   per block, or one set for every block: rq_stride 0), k, blocks, rows, rnd, zp, lo, hi, and the exceptions to the
+   single rounding (exc.es NULL: none). */
 typedef struct {
   const int8_t *w;
   const int32_t *start;
   const int32_t *rq;
   int32_t k, blocks, rows, rq_stride, rnd, zp, lo, hi;
+  qc_hvx_exceptions exc;
 } qc_hvx_conv_params;
 
 /* y[r] = the requantized start[r] + the sum of x[i] * w[r][i] (qc_hvx_dot_block, qc_hvx_requant) for the rows
-   r < rows of one pixel. The int32 lanes add modulo 2^32: the exact accumulator fits int32 (range analysis), so
-   the modular sum is it. Specialized per step when inlined with constant params (weight layout "fast"). */
+   r < rows of one pixel, then the exceptions of the block's channels (qc_hvx_except). The int32 lanes add modulo
+   2^32: the exact accumulator fits int32 (range analysis), so the modular sum is it. Specialized per step when inlined with constant params (weight layout "fast"). */
 static inline __attribute__((always_inline, unused)) void
 qc_hvx_conv_rq_s8_inline(const qc_hvx_conv_params *params, const int8_t *x, int8_t *y) {
   const qc_hvx_conv_params copy = *params, *p = &copy; /* not reloaded after each store through the int8_t *y */
@@ -155,9 +191,12 @@ qc_hvx_conv_rq_s8_inline(const qc_hvx_conv_params *params, const int8_t *x, int8
     const qc_hvx_uvec *w = (const qc_hvx_uvec *)(const void *)(p->w + (int32_t)128 * stride * b);
     const HVX_Vector acc = qc_hvx_dot_block(*(const qc_hvx_uvec *)(const void *)(p->start + 32 * b), x, w, words,
                                             tail, last);
-    const int32_t n = p->rows - 32 * b;
+    const int32_t n = p->rows - 32 * b < 32 ? p->rows - 32 * b : 32;
     const HVX_Vector q = qc_hvx_requant(acc, p->rq + p->rq_stride * b, p->rnd, zp, lo, hi);
-    qc_hvx_store_h8(Q6_Vh_vpacke_VwVw(Q6_V_vzero(), q), y + 32 * b, n < 32 ? n : 32);
+    qc_hvx_store_h8(Q6_Vh_vpacke_VwVw(Q6_V_vzero(), q), y + 32 * b, n);
+    if (qc_hvx_any_exception(&p->exc, 32 * b, 32 * b + n)) {
+      qc_hvx_except(&p->exc, acc, n, 32 * b, 1, p->rows, y + 32 * b);
+    }
   }
 }
 
@@ -250,12 +289,14 @@ static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_load_s8(c
    one pair for every block), the channels n, blocks, copies (pixels a block: 1, or 64 / n for n < 64 dividing 64
    with stride sx 1, one block, whose lanes hold the channels `copies` times), the window (kernel kh x kw over an
    ih x iw input, oh x ow outputs, strides sy, sx, dilations dy, dx, padding top pt, left pl), the input zero point
-   izp, the value pad that padding taps read, and rnd, zp, lo, hi of the requantization. */
+   izp, the value pad that padding taps read, rnd, zp, lo, hi of the requantization and its exceptions to the
+   single rounding (exc.es NULL: none). */
 typedef struct {
   const int16_t *w;
   const int32_t *start;
   const int32_t *rq;
   int32_t n, blocks, copies, rq_stride, kh, kw, ih, iw, oh, ow, sy, sx, dy, dx, pt, pl, izp, pad, rnd, zp, lo, hi;
+  qc_hvx_exceptions exc;
 } qc_hvx_dw_params;
 
 /* The whole step over one image: per group of `copies` output pixels of a row (the last may be shorter) and
@@ -265,7 +306,8 @@ typedef struct {
    border) widened in order to int16 (VUNPACK), minus izp (|x - izp| <= 255), times the int16 weights by VMPY:acc
    (Vxx.w += Vu.h * Vv.h: halfword 2i into the even vector's lane i, 2i + 1 into the odd one's), modulo 2^32 (the
    exact accumulator fits int32: range analysis). Both vectors are requantized (qc_hvx_requant), put back in lane
-   order by VSHUFFE (low halfwords, even then odd) and the group's bytes stored (lanes past it are not).
+   order by VSHUFFE (low halfwords, even then odd) and the group's bytes stored (lanes past it are not), then the
+   exceptions of the block's channels (qc_hvx_except on the even and the odd lanes).
    Specialized per step when inlined with constant params (weight layout "fast"). */
 static inline __attribute__((always_inline, unused)) void
 qc_hvx_dw_rq_s8_inline(const qc_hvx_dw_params *params, const int8_t *x, int8_t *y) {
@@ -301,6 +343,11 @@ qc_hvx_dw_rq_s8_inline(const qc_hvx_dw_params *params, const int8_t *x, int8_t *
         const HVX_Vector even = qc_hvx_requant(Q6_V_lo_W(acc), rq, p->rnd, zp, lo, hi);
         const HVX_Vector odd = qc_hvx_requant(Q6_V_hi_W(acc), rq + 5 * 32, p->rnd, zp, lo, hi);
         qc_hvx_store_h8(Q6_Vh_vshuffe_VhVh(odd, even), yp + 64 * b, m);
+        /* block lane j (even vector lane j / 2, odd vector lane (j - 1) / 2) is channel (64 b + j) mod n */
+        if (qc_hvx_any_exception(&p->exc, p->copies > 1 ? 0 : 64 * b, p->copies > 1 ? p->n : 64 * b + m)) {
+          qc_hvx_except(&p->exc, Q6_V_lo_W(acc), (m + 1) / 2, 64 * b, 2, p->n, yp + 64 * b);
+          qc_hvx_except(&p->exc, Q6_V_hi_W(acc), m / 2, 64 * b + 1, 2, p->n, yp + 64 * b + 1);
+        }
       }
     }
   }
