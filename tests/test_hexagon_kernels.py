@@ -17,7 +17,7 @@ from qcodegen.codegen import load_target
 from qcodegen.kernel_testing import KernelProgram, conv_accumulators, conv_schedule, depthwise_accumulators, rescale
 from qcodegen.kernels import plan_kernels
 from qcodegen.kernels.hvx import layouts
-from qcodegen.primitives.rescale import exception_arrays
+from qcodegen.primitives.rescale import exception_arrays, exception_list
 from qcodegen.resources import data_path
 from qcodegen.verify.build import compile_cached
 from qcodegen.verify.runners import unavailable
@@ -159,11 +159,12 @@ def _exceptions(prog: KernelProgram, acc: np.ndarray, want: np.ndarray, per_chan
     for c, a, v in exceptions:
         for col in [c] if per_channel else range(channels):
             got[flat[:, col] == a, col] = v
-    names = [prog.array("int32_t", arrays[k]) for k in ("exc_start", "exc_acc", "exc_value")]
+    arrays["exc_channel"] = exception_list(exceptions, lo, hi)["exc_channel"]
+    names = [prog.array("int32_t", arrays[k]) for k in ("exc_start", "exc_channel", "exc_acc", "exc_value")]
     return f"{{{', '.join(names)}, {int(per_channel)}}}", got.reshape(want.shape)
 
 
-NO_EXCEPTIONS = "{NULL, NULL, NULL, 0}"
+NO_EXCEPTIONS = "{NULL, NULL, NULL, NULL, 0}"
 
 
 def _check_forms(prog: KernelProgram, kind: str, params: str, want: np.ndarray, call) -> None:

@@ -8,7 +8,7 @@
  * accumulated by VMPY into 64 lanes, requantized in vectors) take a constant params struct per step: not inlined
  * (one copy per model: weight layout "compact"), or their _inline forms, specialized per step by the compiler
  * (weight layout "fast": more .text, fewer instructions).
- * Both apply the exceptions to the single rounding after their vector stores (qc_hvx_except).
+ * Both apply the exceptions to the single rounding to the requantized lanes (qc_hvx_except).
  * qc_hvx_dot_rows32_s8 (int32 sums, the step stores them) and qc_hvx_dw_tap_s8 (one depthwise tap of the portable
  * loops) serve the steps without an int8 requantized output. C99; -Wall -Wextra -Werror -pedantic clean.
  * SPDX-License-Identifier: Apache-2.0 */
@@ -135,35 +135,40 @@ static inline __attribute__((always_inline, unused)) void qc_hvx_store_h8(HVX_Ve
 }
 
 /* The exceptions to the single rounding (docs/semantics.md §14.5; qcodegen/primitives/rescale.py exception_arrays):
-   es[c] .. es[c + 1] - 1 index the accumulators ea and output values ev of channel c (epc: per channel; else every
-   channel's are channel 0's). es NULL: none. */
+   es[c] .. es[c + 1] - 1 index the channels ec, accumulators ea and output values ev (clamped) of the exceptions of
+   channel c (epc: per channel; else es[0] .. es[1] - 1 are every channel's). es NULL: none. */
 typedef struct {
-  const int32_t *es, *ea, *ev;
+  const int32_t *es, *ec, *ea, *ev;
   int32_t epc;
 } qc_hvx_exceptions;
 
-/* Whether channels c0 .. c1 - 1 have any exception (one compare: es is ascending). */
-static inline __attribute__((always_inline, unused)) int32_t qc_hvx_any_exception(const qc_hvx_exceptions *x,
-                                                                                  int32_t c0, int32_t c1) {
-  return x->es != NULL && (x->epc ? x->es[c0] != x->es[c1] : x->es[0] != x->es[1]);
+/* 0, 1, .., 31: the lanes' indices. */
+static const int32_t qc_hvx_iota[32] __attribute__((aligned(128), unused)) = {
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
+
+/* The first exception of channels c0 .. c1 - 1 and the one past their last (per tensor: all); equal when they have
+   none. es is ascending. */
+static inline __attribute__((always_inline, unused)) void qc_hvx_exception_range(const qc_hvx_exceptions *x,
+                                                                                 int32_t c0, int32_t c1,
+                                                                                 int32_t *e0, int32_t *e1) {
+  *e0 = x->es == NULL ? 0 : x->epc ? x->es[c0] : 0;
+  *e1 = x->es == NULL ? 0 : x->epc ? x->es[c1] : x->es[1];
 }
 
-/* After the vector store: for the lanes l < lanes of acc (the int32 accumulators), channel (c0 + step l) mod n,
-   output y[step l] (already stored, the requantized value) becomes the listed value where the lane's accumulator
-   is one of its channel's exceptions; compares only. Not inlined: called only for blocks with exceptions. */
-static __attribute__((noinline, unused)) void qc_hvx_except(const qc_hvx_exceptions *x, HVX_Vector acc,
-                                                            int32_t lanes, int32_t c0, int32_t step, int32_t n,
-                                                            int8_t *y) {
-  int32_t a[32];
-  __builtin_memcpy(a, &acc, sizeof a);
-  for (int32_t l = 0; l < lanes; ++l) {
-    const int32_t c = x->epc ? (c0 + step * l) % n : 0;
-    for (int32_t e = x->es[c]; e < x->es[c + 1]; ++e) {
-      if (a[l] == x->ea[e]) {
-        y[step * l] = (int8_t)x->ev[e];
-      }
+/* q (the requantized int32 lanes) with the exceptions e0 .. e1 - 1 applied: where a lane's accumulator (acc) is an
+   exception's and (per channel) its channel (chan: per lane) the exception's channel, the exception's value. In
+   vectors: two compares, a predicate and and a VMUX per exception. */
+static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_except(const qc_hvx_exceptions *x,
+                                                                              HVX_Vector acc, HVX_Vector chan,
+                                                                              HVX_Vector q, int32_t e0, int32_t e1) {
+  for (int32_t e = e0; e < e1; ++e) {
+    HVX_VectorPred hit = Q6_Q_vcmp_eq_VwVw(acc, Q6_V_vsplat_R(x->ea[e]));
+    if (x->epc) {
+      hit = Q6_Q_and_QQ(hit, Q6_Q_vcmp_eq_VwVw(chan, Q6_V_vsplat_R(x->ec[e])));
     }
+    q = Q6_V_vmux_QVV(hit, Q6_V_vsplat_R(x->ev[e]), q);
   }
+  return q;
 }
 
 /* A CONV2D step with an int8 requantized output, for qc_hvx_conv_rq_s8: w (rows32), start (the accumulators'
@@ -179,8 +184,8 @@ typedef struct {
 } qc_hvx_conv_params;
 
 /* y[r] = the requantized start[r] + the sum of x[i] * w[r][i] (qc_hvx_dot_block, qc_hvx_requant) for the rows
-   r < rows of one pixel, then the exceptions of the block's channels (qc_hvx_except). The int32 lanes add modulo
-   2^32: the exact accumulator fits int32 (range analysis), so the modular sum is it. Specialized per step when inlined with constant params (weight layout "fast"). */
+   r < rows of one pixel, the exceptions of the block's channels applied (qc_hvx_except) before the store. The
+   int32 lanes add modulo 2^32: the exact accumulator fits int32 (range analysis), so the modular sum is it. Specialized per step when inlined with constant params (weight layout "fast"). */
 static inline __attribute__((always_inline, unused)) void
 qc_hvx_conv_rq_s8_inline(const qc_hvx_conv_params *params, const int8_t *x, int8_t *y) {
   const qc_hvx_conv_params copy = *params, *p = &copy; /* not reloaded after each store through the int8_t *y */
@@ -192,11 +197,14 @@ qc_hvx_conv_rq_s8_inline(const qc_hvx_conv_params *params, const int8_t *x, int8
     const HVX_Vector acc = qc_hvx_dot_block(*(const qc_hvx_uvec *)(const void *)(p->start + 32 * b), x, w, words,
                                             tail, last);
     const int32_t n = p->rows - 32 * b < 32 ? p->rows - 32 * b : 32;
-    const HVX_Vector q = qc_hvx_requant(acc, p->rq + p->rq_stride * b, p->rnd, zp, lo, hi);
-    qc_hvx_store_h8(Q6_Vh_vpacke_VwVw(Q6_V_vzero(), q), y + 32 * b, n);
-    if (qc_hvx_any_exception(&p->exc, 32 * b, 32 * b + n)) {
-      qc_hvx_except(&p->exc, acc, n, 32 * b, 1, p->rows, y + 32 * b);
+    HVX_Vector q = qc_hvx_requant(acc, p->rq + p->rq_stride * b, p->rnd, zp, lo, hi);
+    int32_t e0, e1;
+    qc_hvx_exception_range(&p->exc, 32 * b, 32 * b + n, &e0, &e1);
+    if (e0 < e1) { /* lane l: channel 32 b + l */
+      const HVX_Vector chan = Q6_Vw_vadd_VwVw(*(const HVX_Vector *)(const void *)qc_hvx_iota, Q6_V_vsplat_R(32 * b));
+      q = qc_hvx_except(&p->exc, acc, chan, q, e0, e1);
     }
+    qc_hvx_store_h8(Q6_Vh_vpacke_VwVw(Q6_V_vzero(), q), y + 32 * b, n);
   }
 }
 
@@ -306,8 +314,8 @@ typedef struct {
    border) widened in order to int16 (VUNPACK), minus izp (|x - izp| <= 255), times the int16 weights by VMPY:acc
    (Vxx.w += Vu.h * Vv.h: halfword 2i into the even vector's lane i, 2i + 1 into the odd one's), modulo 2^32 (the
    exact accumulator fits int32: range analysis). Both vectors are requantized (qc_hvx_requant), put back in lane
-   order by VSHUFFE (low halfwords, even then odd) and the group's bytes stored (lanes past it are not), then the
-   exceptions of the block's channels (qc_hvx_except on the even and the odd lanes).
+   order by VSHUFFE (low halfwords, even then odd) and the group's bytes stored (lanes past it are not); the
+   exceptions of the block's channels are applied to the even and the odd lanes before (qc_hvx_except).
    Specialized per step when inlined with constant params (weight layout "fast"). */
 static inline __attribute__((always_inline, unused)) void
 qc_hvx_dw_rq_s8_inline(const qc_hvx_dw_params *params, const int8_t *x, int8_t *y) {
@@ -340,14 +348,22 @@ qc_hvx_dw_rq_s8_inline(const qc_hvx_dw_params *params, const int8_t *x, int8_t *
           }
         }
         const int32_t *rq = p->rq + p->rq_stride * b;
-        const HVX_Vector even = qc_hvx_requant(Q6_V_lo_W(acc), rq, p->rnd, zp, lo, hi);
-        const HVX_Vector odd = qc_hvx_requant(Q6_V_hi_W(acc), rq + 5 * 32, p->rnd, zp, lo, hi);
-        qc_hvx_store_h8(Q6_Vh_vshuffe_VhVh(odd, even), yp + 64 * b, m);
-        /* block lane j (even vector lane j / 2, odd vector lane (j - 1) / 2) is channel (64 b + j) mod n */
-        if (qc_hvx_any_exception(&p->exc, p->copies > 1 ? 0 : 64 * b, p->copies > 1 ? p->n : 64 * b + m)) {
-          qc_hvx_except(&p->exc, Q6_V_lo_W(acc), (m + 1) / 2, 64 * b, 2, p->n, yp + 64 * b);
-          qc_hvx_except(&p->exc, Q6_V_hi_W(acc), m / 2, 64 * b + 1, 2, p->n, yp + 64 * b + 1);
+        HVX_Vector even = qc_hvx_requant(Q6_V_lo_W(acc), rq, p->rnd, zp, lo, hi);
+        HVX_Vector odd = qc_hvx_requant(Q6_V_hi_W(acc), rq + 5 * 32, p->rnd, zp, lo, hi);
+        int32_t e0, e1;
+        qc_hvx_exception_range(&p->exc, p->copies > 1 ? 0 : 64 * b, p->copies > 1 ? p->n : 64 * b + m, &e0, &e1);
+        if (e0 < e1) {
+          /* block lane j = 2 i (even vector lane i) or 2 i + 1 (odd): channel 64 b + j, or j mod n (copies, n a
+             power of two); lanes past the last channel are not stored */
+          const HVX_Vector two_i = Q6_Vw_vadd_VwVw(*(const HVX_Vector *)(const void *)qc_hvx_iota,
+                                                   *(const HVX_Vector *)(const void *)qc_hvx_iota);
+          const HVX_Vector mask = Q6_V_vsplat_R(p->copies > 1 ? p->n - 1 : -1);
+          const HVX_Vector ce = Q6_V_vand_VV(Q6_Vw_vadd_VwVw(two_i, Q6_V_vsplat_R(64 * b)), mask);
+          const HVX_Vector co = Q6_V_vand_VV(Q6_Vw_vadd_VwVw(two_i, Q6_V_vsplat_R(64 * b + 1)), mask);
+          even = qc_hvx_except(&p->exc, Q6_V_lo_W(acc), ce, even, e0, e1);
+          odd = qc_hvx_except(&p->exc, Q6_V_hi_W(acc), co, odd, e0, e1);
         }
+        qc_hvx_store_h8(Q6_Vh_vshuffe_VhVh(odd, even), yp + 64 * b, m);
       }
     }
   }

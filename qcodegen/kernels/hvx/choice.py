@@ -20,6 +20,7 @@ import numpy as np
 
 from ...ir.schedule import StepIO
 from ...primitives.geometry import WindowLoops
+from ...primitives.rescale import exception_list
 from ..conv import ConvStep, Requantization, exception_const_arrays
 from ..generic import conv_or_portable, portable
 from ..layouts import row_sums
@@ -46,8 +47,8 @@ class DotRows32:
 class ConvRq:
     """form "conv_rq": fn (qc_hvx_conv_rq_s8, or its _inline form) per pixel (VRMPY sums from arrays["starts"],
     requantized to int8 in vectors: arrays["rq"], rq_stride 0 when one set serves every block), the
-    qc_hvx_conv_params fields; the exceptions to the single rounding in arrays["exc_start"], ["exc_acc"],
-    ["exc_value"] when it has any (epc: listed per channel)."""
+    qc_hvx_conv_params fields; the exceptions to the single rounding in arrays["exc_start"], ["exc_channel"],
+    ["exc_acc"], ["exc_value"] when it has any (epc: listed per channel)."""
 
     fn: str
     rows: int
@@ -130,6 +131,16 @@ def _rq_lanes(rq: Requantization, n: int) -> tuple[np.ndarray, np.ndarray, bool]
     return mults, shifts, rq.fn != "qc_scale32_single"
 
 
+def _exception_arrays(rq: Requantization, names: ArrayNames) -> dict[str, ConstArray]:
+    """The exceptions to the single rounding as qc_hvx_exceptions reads them: exception_const_arrays and each
+    exception's channel (exc_channel, in the same order); {} without exceptions."""
+    arrays = exception_const_arrays(rq, names)
+    if arrays:
+        arrays["exc_channel"] = step_array(names, "exc_channel",
+                                           exception_list(rq.exceptions, rq.lo, rq.hi)["exc_channel"])
+    return arrays
+
+
 def _kernel(name: str, layout: str) -> str:
     """The shared kernel, or its _inline form for the weight layout "fast" (specialized per step)."""
     return f"{name}_inline" if layout == "fast" else name
@@ -160,7 +171,7 @@ def _conv_rq(c: ConvStep, names: ArrayNames, weights: ConstArray, terms: np.ndar
     one_set = not rq.per_channel
     mults, shifts, away = _rq_lanes(rq, layouts.LANES if one_set else c.rows)
     arrays = {"weights": weights, "starts": step_array(names, "starts", layouts.starts(c.bias_per_row(), terms)),
-              "rq": step_array(names, "rq32", layouts.rq32(mults, shifts, away)), **exception_const_arrays(rq, names)}
+              "rq": step_array(names, "rq32", layouts.rq32(mults, shifts, away)), **_exception_arrays(rq, names)}
     params = ConvRq(fn, c.rows, c.k, -(-c.rows // layouts.LANES), 0 if one_set else 5 * layouts.LANES, rnd,
                     rq.output_zp, rq.lo, rq.hi, rq.per_channel)
     return KernelChoice(fn, f"{reason}, constant bias, int8 outputs requantized in vectors "
@@ -185,7 +196,7 @@ def _depthwise_rq(c: ConvStep, names: ArrayNames, layout: str) -> KernelChoice |
     arrays = {"w16": step_array(names, "dw_w16", layouts.dw_w16(c.weight_rows(), copies)),
               "starts": step_array(names, "dw_starts", layouts.dw_starts(c.bias_per_row(), copies)),
               "rq": step_array(names, "dw_rq", layouts.dw_rq(mults, shifts, away, tile)),
-              **exception_const_arrays(rq, names)}
+              **_exception_arrays(rq, names)}
     blocks = -(-c.rows * copies // layouts.DW_BLOCK)
     fn = _kernel("qc_hvx_dw_rq_s8", layout)
     params = DepthwiseRq(fn, c.rows, blocks, copies, 10 * layouts.LANES if rq.per_channel else 0, g, c.izp,
