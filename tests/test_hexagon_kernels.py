@@ -134,8 +134,6 @@ def _rq_vectors(prog: KernelProgram, mults: list, shifts: list, rounding: str, l
     return prog.array("int32_t", layouts.dw_rq(np.asarray(m), np.asarray(s), away, copies if len(mults) > 1 else 1))
 
 
-# the shared kernels and their _inline forms (specialized per call site: weight layout "fast")
-KERNEL_FORMS = {kind: (f"qc_hvx_{kind}_rq_s8", f"qc_hvx_{kind}_rq_s8_inline") for kind in ("conv", "dw")}
 
 
 def _exceptions(prog: KernelProgram, acc: np.ndarray, want: np.ndarray, per_channel: bool, lo: int, hi: int,
@@ -167,10 +165,11 @@ def _exceptions(prog: KernelProgram, acc: np.ndarray, want: np.ndarray, per_chan
 NO_EXCEPTIONS = "{NULL, NULL, NULL, NULL, 0}"
 
 
-def _check_forms(prog: KernelProgram, kind: str, params: str, want: np.ndarray, call) -> None:
-    """Both forms of kernel `kind` on the params struct q ({params}) by the C statement call(fn), int8 results in r
-    against `want`."""
-    for fn in KERNEL_FORMS[kind]:
+def _check_forms(prog: KernelProgram, kind: str, params: str, want: np.ndarray, call, exc: bool) -> None:
+    """Both forms of kernel `kind` (the shared kernel, its copy for steps with exceptions when exc, and the _inline
+    form, specialized per call site: weight layout "fast") on the params struct q ({params}) by the C statement
+    call(fn), int8 results in r against `want`."""
+    for fn in (f"qc_hvx_{kind}_rq{'_exc' if exc else ''}_s8", f"qc_hvx_{kind}_rq_s8_inline"):
         prog.check(f"  static const qc_hvx_{kind}_params q = {{{params}}};\n  int8_t r[{want.size}];\n"
                    f"  {call(fn)}", "r", want)
 
@@ -197,7 +196,7 @@ def _conv_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
         xs = prog.array('int8_t', x)
         _check_forms(prog, "conv", params, want,
                      lambda fn, xs=xs, k=k, rows=rows: f"for (int32_t p = 0; p < 3; ++p) {fn}(&q, {xs} + p * {k}, "
-                                                        f"r + p * {rows});")
+                                                        f"r + p * {rows});", case % 2)
 
 
 def _dw_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
@@ -230,7 +229,7 @@ def _dw_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
                   f"{_rq_vectors(prog, mults, shifts, rounding, 2 * layouts.LANES, copies)}, "
                   f"{', '.join(map(str, fields))}")
         xs = prog.array('int8_t', x)
-        _check_forms(prog, "dw", params, want, lambda fn, xs=xs: f"{fn}(&q, {xs}, r);")
+        _check_forms(prog, "dw", params, want, lambda fn, xs=xs: f"{fn}(&q, {xs}, r);", case % 2)
 
 
 def _ew_io_cases(prog: KernelProgram, rng: np.random.Generator) -> None:

@@ -90,8 +90,8 @@ def _check(op: str, target: str, per_channel: bool, cortex_m_kernels: tuple[str,
         assert kernel in cortex_m_kernels, kernel
     if target.startswith("x86"):  # requantized in vectors (qc_x86_rq8_store, qc_x86_dw_rows), then the exceptions
         assert kernel in ("qc_x86_madd_blocks", "qc_x86_dpbusd_blocks", "qc_x86_dw8", "qc_x86_dw_rows"), kernel
-    if target == "hexagon-hvx":  # requantized in vectors, then qc_hvx_except
-        assert kernel in ("qc_hvx_conv_rq_s8", "qc_hvx_dw_rq_s8"), kernel
+    if target == "hexagon-hvx":  # requantized in vectors with the exceptions (qc_hvx_except)
+        assert kernel in ("qc_hvx_conv_rq_exc_s8", "qc_hvx_dw_rq_exc_s8"), kernel
     result = verify_planned(sched, target=target, inputs=[[x]])
     assert result.bit_exact, f"{result.mismatches} mismatches; first: {result.first_mismatch}"
     return kernel
@@ -135,7 +135,7 @@ def test_dense_layer_takes_the_exceptions(target):
     assert _rescale_without_exceptions_differs(sched, acc) >= 12
     kernel = next(s.choice.kernel for s in plan_kernels(sched, t, "t").steps)
     assert "dot_4rows" in kernel if target == "cortex-m4" else kernel == "qc_x86_ubs_blocks" if target == "x86-avx2" \
-        else kernel == "qc_hvx_conv_rq_s8" if target == "hexagon-hvx" else True
+        else kernel == "qc_hvx_conv_rq_exc_s8" if target == "hexagon-hvx" else True
     result = verify_planned(sched, target=target, inputs=[[x.reshape(1, 1, 1, k).astype(np.int8)] for x in xs])
     assert result.bit_exact, f"{result.mismatches} mismatches; first: {result.first_mismatch}"
 

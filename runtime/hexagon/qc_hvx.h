@@ -151,8 +151,8 @@ static const int32_t qc_hvx_iota[32] __attribute__((aligned(128), unused)) = {
 static inline __attribute__((always_inline, unused)) void qc_hvx_exception_range(const qc_hvx_exceptions *x,
                                                                                  int32_t c0, int32_t c1,
                                                                                  int32_t *e0, int32_t *e1) {
-  *e0 = x->es == NULL ? 0 : x->epc ? x->es[c0] : 0;
-  *e1 = x->es == NULL ? 0 : x->epc ? x->es[c1] : x->es[1];
+  *e0 = x->epc ? x->es[c0] : 0;
+  *e1 = x->epc ? x->es[c1] : x->es[1];
 }
 
 /* q (the requantized int32 lanes) with the exceptions e0 .. e1 - 1 applied: where a lane's accumulator (acc) is an
@@ -185,9 +185,10 @@ typedef struct {
 
 /* y[r] = the requantized start[r] + the sum of x[i] * w[r][i] (qc_hvx_dot_block, qc_hvx_requant) for the rows
    r < rows of one pixel, the exceptions of the block's channels applied (qc_hvx_except) before the store. The
-   int32 lanes add modulo 2^32: the exact accumulator fits int32 (range analysis), so the modular sum is it. Specialized per step when inlined with constant params (weight layout "fast"). */
+   int32 lanes add modulo 2^32: the exact accumulator fits int32 (range analysis), so the modular sum is it. exc:
+   the step has exceptions (exc.es not NULL); without, no code for them. */
 static inline __attribute__((always_inline, unused)) void
-qc_hvx_conv_rq_s8_inline(const qc_hvx_conv_params *params, const int8_t *x, int8_t *y) {
+qc_hvx_conv_rq_s8_core(const qc_hvx_conv_params *params, const int8_t *x, int8_t *y, int32_t exc) {
   const qc_hvx_conv_params copy = *params, *p = &copy; /* not reloaded after each store through the int8_t *y */
   const int32_t words = p->k / 4, tail = p->k % 4, stride = (p->k + 3) / 4;
   const int32_t last = qc_hvx_word(x + 4 * words, tail);
@@ -198,8 +199,10 @@ qc_hvx_conv_rq_s8_inline(const qc_hvx_conv_params *params, const int8_t *x, int8
                                             tail, last);
     const int32_t n = p->rows - 32 * b < 32 ? p->rows - 32 * b : 32;
     HVX_Vector q = qc_hvx_requant(acc, p->rq + p->rq_stride * b, p->rnd, zp, lo, hi);
-    int32_t e0, e1;
-    qc_hvx_exception_range(&p->exc, 32 * b, 32 * b + n, &e0, &e1);
+    int32_t e0 = 0, e1 = 0;
+    if (exc) {
+      qc_hvx_exception_range(&p->exc, 32 * b, 32 * b + n, &e0, &e1);
+    }
     if (e0 < e1) { /* lane l: channel 32 b + l */
       const HVX_Vector chan = Q6_Vw_vadd_VwVw(*(const HVX_Vector *)(const void *)qc_hvx_iota, Q6_V_vsplat_R(32 * b));
       q = qc_hvx_except(&p->exc, acc, chan, q, e0, e1);
@@ -208,10 +211,21 @@ qc_hvx_conv_rq_s8_inline(const qc_hvx_conv_params *params, const int8_t *x, int8
   }
 }
 
-/* qc_hvx_conv_rq_s8_inline shared by the steps of a model (weight layout "compact": one copy, a call per pixel). */
+/* Specialized per step when inlined with constant params (weight layout "fast"). */
+static inline __attribute__((always_inline, unused)) void
+qc_hvx_conv_rq_s8_inline(const qc_hvx_conv_params *params, const int8_t *x, int8_t *y) {
+  qc_hvx_conv_rq_s8_core(params, x, y, params->exc.es != NULL);
+}
+
+/* Shared by the steps of a model (weight layout "compact": one copy, a call per pixel): the steps without
+   exceptions, and those with (the code of the exceptions only in this copy). */
 static __attribute__((noinline, unused)) void qc_hvx_conv_rq_s8(const qc_hvx_conv_params *params,
                                                                 const int8_t *x, int8_t *y) {
-  qc_hvx_conv_rq_s8_inline(params, x, y);
+  qc_hvx_conv_rq_s8_core(params, x, y, 0);
+}
+static __attribute__((noinline, unused)) void qc_hvx_conv_rq_exc_s8(const qc_hvx_conv_params *params,
+                                                                    const int8_t *x, int8_t *y) {
+  qc_hvx_conv_rq_s8_core(params, x, y, 1);
 }
 
 /* acc[c] += (x[c] - izp) * w[c] for the n channels c of one depthwise tap (n a multiple of 32; acc: the pixel's
@@ -246,7 +260,7 @@ static inline __attribute__((unused)) void qc_hvx_dw_tap_s8(int32_t *acc, const 
    qc_hvx_load_tail_s8 fill a vector byte by byte through memory: the vector's first store (vmem) and the byte
    stores (memb) to the same bytes must not share a packet. clang 14 packed them together where it knew the count
    (inlined into the kernels specialized per step, or a constant count propagated into the out-of-line copy), and
-   qemu-hexagon then kept the vector store's bytes: wrong vectors (qc_hvx_dw_rq_s8_inline with 8 channels, one pixel
+   qemu-hexagon then kept the vector store's bytes: wrong vectors (qc_hvx_dw_rq_s8_core with 8 channels, one pixel
    a block; an element-wise step of one element). QC_HVX_PACKET_BARRIER (an empty asm statement with a memory
    clobber, which ends a packet) separates them. Both are rare paths (the borders, buffers of fewer than 128 bytes),
    not inlined. */
@@ -315,10 +329,10 @@ typedef struct {
    (Vxx.w += Vu.h * Vv.h: halfword 2i into the even vector's lane i, 2i + 1 into the odd one's), modulo 2^32 (the
    exact accumulator fits int32: range analysis). Both vectors are requantized (qc_hvx_requant), put back in lane
    order by VSHUFFE (low halfwords, even then odd) and the group's bytes stored (lanes past it are not); the
-   exceptions of the block's channels are applied to the even and the odd lanes before (qc_hvx_except).
-   Specialized per step when inlined with constant params (weight layout "fast"). */
+   exceptions of the block's channels are applied to the even and the odd lanes before (qc_hvx_except; exc: the
+   step has exceptions, as qc_hvx_conv_rq_s8_core). */
 static inline __attribute__((always_inline, unused)) void
-qc_hvx_dw_rq_s8_inline(const qc_hvx_dw_params *params, const int8_t *x, int8_t *y) {
+qc_hvx_dw_rq_s8_core(const qc_hvx_dw_params *params, const int8_t *x, int8_t *y, int32_t exc) {
   const qc_hvx_dw_params copy = *params, *p = &copy; /* not reloaded after each store through the int8_t *y */
   const int32_t size = p->ih * p->iw * p->n, taps = p->kh * p->kw;
   const HVX_Vector zp = Q6_V_vsplat_R(p->zp), lo = Q6_V_vsplat_R(p->lo), hi = Q6_V_vsplat_R(p->hi);
@@ -350,8 +364,10 @@ qc_hvx_dw_rq_s8_inline(const qc_hvx_dw_params *params, const int8_t *x, int8_t *
         const int32_t *rq = p->rq + p->rq_stride * b;
         HVX_Vector even = qc_hvx_requant(Q6_V_lo_W(acc), rq, p->rnd, zp, lo, hi);
         HVX_Vector odd = qc_hvx_requant(Q6_V_hi_W(acc), rq + 5 * 32, p->rnd, zp, lo, hi);
-        int32_t e0, e1;
-        qc_hvx_exception_range(&p->exc, p->copies > 1 ? 0 : 64 * b, p->copies > 1 ? p->n : 64 * b + m, &e0, &e1);
+        int32_t e0 = 0, e1 = 0;
+        if (exc) {
+          qc_hvx_exception_range(&p->exc, p->copies > 1 ? 0 : 64 * b, p->copies > 1 ? p->n : 64 * b + m, &e0, &e1);
+        }
         if (e0 < e1) {
           /* block lane j = 2 i (even vector lane i) or 2 i + 1 (odd): channel 64 b + j, or j mod n (copies, n a
              power of two); lanes past the last channel are not stored */
@@ -369,10 +385,21 @@ qc_hvx_dw_rq_s8_inline(const qc_hvx_dw_params *params, const int8_t *x, int8_t *
   }
 }
 
-/* qc_hvx_dw_rq_s8_inline shared by the steps of a model (weight layout "compact": one copy, a call per image). */
+/* Specialized per step when inlined with constant params (weight layout "fast"). */
+static inline __attribute__((always_inline, unused)) void
+qc_hvx_dw_rq_s8_inline(const qc_hvx_dw_params *params, const int8_t *x, int8_t *y) {
+  qc_hvx_dw_rq_s8_core(params, x, y, params->exc.es != NULL);
+}
+
+/* Shared by the steps of a model (weight layout "compact": one copy, a call per image): without exceptions, and
+   with them. */
 static __attribute__((noinline, unused)) void qc_hvx_dw_rq_s8(const qc_hvx_dw_params *params,
                                                               const int8_t *x, int8_t *y) {
-  qc_hvx_dw_rq_s8_inline(params, x, y);
+  qc_hvx_dw_rq_s8_core(params, x, y, 0);
+}
+static __attribute__((noinline, unused)) void qc_hvx_dw_rq_exc_s8(const qc_hvx_dw_params *params,
+                                                                  const int8_t *x, int8_t *y) {
+  qc_hvx_dw_rq_s8_core(params, x, y, 1);
 }
 
 #endif

@@ -141,9 +141,12 @@ def _exception_arrays(rq: Requantization, names: ArrayNames) -> dict[str, ConstA
     return arrays
 
 
-def _kernel(name: str, layout: str) -> str:
-    """The shared kernel, or its _inline form for the weight layout "fast" (specialized per step)."""
-    return f"{name}_inline" if layout == "fast" else name
+def _kernel(kind: str, layout: str, rq: Requantization) -> str:
+    """qc_hvx_<kind>_rq_s8: the shared kernel (its copy with the exceptions' code for a step that has any), or its
+    _inline form for the weight layout "fast" (specialized per step)."""
+    if layout == "fast":
+        return f"qc_hvx_{kind}_rq_s8_inline"
+    return f"qc_hvx_{kind}_rq_exc_s8" if rq.exceptions else f"qc_hvx_{kind}_rq_s8"
 
 
 def _conv(c: ConvStep, names: ArrayNames, layout: str) -> KernelChoice | None:
@@ -156,7 +159,7 @@ def _conv(c: ConvStep, names: ArrayNames, layout: str) -> KernelChoice | None:
     reason = f"int8 x int8, weight zero point 0, constant rows of {c.k} elements, {blocks} blocks of 32 rows"
     rnd = vector_rnd(c.rq, c.y.dtype.ctype)
     if rnd is not None and c.bias_abs_max is not None:
-        return _conv_rq(c, names, weights, terms, rnd, reason, _kernel("qc_hvx_conv_rq_s8", layout))
+        return _conv_rq(c, names, weights, terms, rnd, reason, _kernel("conv", layout, c.rq))
     arrays = {"weights": weights}
     if c.izp != 0:
         arrays["zero_point_terms"] = step_array(names, "izp_terms", terms.astype(np.int32))
@@ -198,7 +201,7 @@ def _depthwise_rq(c: ConvStep, names: ArrayNames, layout: str) -> KernelChoice |
               "rq": step_array(names, "dw_rq", layouts.dw_rq(mults, shifts, away, tile)),
               **_exception_arrays(rq, names)}
     blocks = -(-c.rows * copies // layouts.DW_BLOCK)
-    fn = _kernel("qc_hvx_dw_rq_s8", layout)
+    fn = _kernel("dw", layout, rq)
     params = DepthwiseRq(fn, c.rows, blocks, copies, 10 * layouts.LANES if rq.per_channel else 0, g, c.izp,
                          c.pad_value, rnd, rq.output_zp, rq.lo, rq.hi, rq.per_channel)
     pixels = f"{copies} pixel{'s' if copies > 1 else ''} a block"
