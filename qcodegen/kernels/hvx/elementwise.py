@@ -11,21 +11,13 @@ from dataclasses import dataclass
 from ...ir.schedule import StepIO
 from ...primitives.fused import part_context, part_ios
 from ..generic import portable
-from ..record import KernelChoice
+from ..record import EwPart, KernelChoice
 
 FILES = ("hexagon/qc_hvx.h", "hexagon/qc_hvx_ew.h")
 BYTES = {"int8_t": 1, "int16_t": 2, "int32_t": 4}
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 # the RESCALE functions whose rounding the vector forms compute (HALF_EVEN and 16-bit scales keep the scalar loop)
 EXACT_FNS = ("qc_scale32_single", "qc_scale32_double", "qc_scale32_double_gt31")
-
-
-@dataclass(frozen=True)
-class EwPart:
-    """One part of the chain: the C call fn(operands..., constants...) on a vector of 32 int32 lanes."""
-
-    fn: str
-    constants: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
