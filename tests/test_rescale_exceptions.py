@@ -1,10 +1,9 @@
 """Single rounding with exceptions (docs/semantics.md §14.5): a FUSED_CONV whose RESCALE lists accumulators with
-their own values. The generated code of every kernel family (portable C; the MVE and RISC-V dot products with
-the template's store; the x86, AArch64 and HVX vector requantization then qc_x86_except8 / qc_neon_except /
-qc_hvx_except; under QEMU the Cortex-M4 kernels' mode 4, depthwise pixels in pairs and alone) equals the reference
-on inputs chosen so
-that the exceptions are hit; the reference itself is checked to differ from the RESCALE without them there (so a
-store that ignores them fails)."""
+their own values. The generated code of every kernel family (portable C; the MVE and RV32 dot products with the
+template's store; the x86, AArch64, HVX and RVV vector requantization with qc_x86_except8 / qc_neon_except /
+qc_hvx_except / qc_rvv_except; under QEMU the Cortex-M4 kernels' mode 4, depthwise pixels in pairs and alone)
+equals the reference on inputs chosen so that the exceptions are hit; the reference itself is checked to differ
+from the RESCALE without them there (so a store that ignores them fails)."""
 
 from __future__ import annotations
 
@@ -92,6 +91,8 @@ def _check(op: str, target: str, per_channel: bool, cortex_m_kernels: tuple[str,
         assert kernel in ("qc_x86_madd_blocks", "qc_x86_dpbusd_blocks", "qc_x86_dw8", "qc_x86_dw_rows"), kernel
     if target == "hexagon-hvx":  # requantized in vectors with the exceptions (qc_hvx_except)
         assert kernel in ("qc_hvx_conv_rq_exc_s8", "qc_hvx_dw_rq_exc_s8"), kernel
+    if target == "riscv64-rvv":  # requantized in vectors with the exceptions (qc_rvv_except)
+        assert next(s.choice.params.rq.exceptions for s in plan_kernels(sched, t, "t").steps)
     result = verify_planned(sched, target=target, inputs=[[x]])
     assert result.bit_exact, f"{result.mismatches} mismatches; first: {result.first_mismatch}"
     return kernel
@@ -104,7 +105,7 @@ def test_fused_store_takes_the_exceptions(op, target):
     _check(op, target, True, ("qc_dsp_conv_3px_s8x2_single_pc_exc_g2", "qc_dsp_dw_s8_single_pc_exc"))
 
 
-@pytest.mark.parametrize("target", ["generic", "cortex-m4", "x86-avx2", "hexagon-hvx"])
+@pytest.mark.parametrize("target", ["generic", "cortex-m4", "x86-avx2", "hexagon-hvx", "riscv64-rvv"])
 @pytest.mark.parametrize("op", ["CONV2D", "DEPTHWISE_CONV2D"])
 def test_per_tensor_exceptions(op, target):
     _check(op, target, False, ("qc_dsp_conv_3px_s8x2_single_exc_g2", "qc_dsp_dw_s8_single_exc_c4"))
