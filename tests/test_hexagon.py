@@ -1,6 +1,7 @@
 """Target hexagon-hvx beyond the suites every cross target runs (tests/test_targets.py): the packet and
-instruction counts on a hand-written function whose packets are known, and the integer division functions of
-runtime/hexagon/qc_hexagon_start.c (Hexagon has no divide instruction) against Python on edge cases."""
+instruction counts on a hand-written function whose packets are known, and the integer and binary32 division
+functions of runtime/hexagon/qc_hexagon_start.c (Hexagon has no divide instruction) against Python / numpy on edge
+cases."""
 
 import subprocess
 from pathlib import Path
@@ -51,6 +52,22 @@ U32 = [(n % (1 << 32), d % (1 << 32)) for n, d in PAIRS32]
 U64 = [(n % (1 << 64), d % (1 << 64)) for n, d in PAIRS64]
 
 
+def _floats() -> np.ndarray:
+    """binary32 (a, b) pairs: zeros, infinities, NaN, the smallest and largest subnormals and normals, 1, 3, 10;
+    quotients on exact ties of the rounding (only subnormal quotients can be: odd multiples of the smallest
+    subnormal over 2 and 4), overflowing, underflowing into subnormals and to zero; random bit patterns."""
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 1.1754942e-38, 1.1754944e-38, 3.4028235e38, 1.0,
+                        3.0, -10.0], np.float32)
+    pairs = [(a, b) for a in special for b in special]
+    odd = (2 * rng.integers(0, 1 << 22, 8) + 1).astype(np.uint32).view(np.float32)  # odd subnormal significands
+    pairs += [(t, d) for t in odd for d in (2.0, -2.0, 4.0)] + [(3e38, 1e-3), (1e-30, 1e10), (1e-40, 3.0)]
+    bits = rng.integers(0, 1 << 32, (48, 2), dtype=np.uint64).astype(np.uint32).view(np.float32)
+    return np.concatenate([np.array(pairs, np.float32), bits])
+
+
+F32 = _floats()
+
+
 def _literal(v: int, suffix: str) -> str:
     return f"{v}{suffix}" if v >= 0 else f"({v + 1}{suffix} - 1)"  # no literal for the most negative value
 
@@ -62,6 +79,8 @@ def _tables() -> str:
         rows = ", ".join(f"{{{_literal(n, suffix)}, {_literal(d, suffix)}}}" for n, d in pairs)
         out.append(f"{ctype} {name}[{len(pairs)}][2] = {{{rows}}};\n")
         out.append(f"static {ctype} {name}_out[{len(pairs)}][2];\n")
+    words = ", ".join(f"{{{a}u, {b}u}}" for a, b in F32.view(np.uint32).tolist())
+    out.append(f"uint32_t f32[{len(F32)}][2] = {{{words}}};\nstatic float f32_out[{len(F32)}];\n")
     return "".join(out)
 
 
@@ -79,8 +98,14 @@ int main(int argc, char **argv) {
   unsigned i;
   int ok = qc_counted(0) == 10 && qc_counted(5) == 15;
   DIVIDE(s32) DIVIDE(u32) DIVIDE(s64) DIVIDE(u64)
+  for (i = 0; i < sizeof f32 / sizeof f32[0]; ++i) {
+    float a, b;
+    memcpy(&a, &f32[i][0], 4);
+    memcpy(&b, &f32[i][1], 4);
+    f32_out[i] = a / b;
+  }
   if (argc != 2 || !(f = fopen(argv[1], "wb"))) return 2;
-  ok = WRITE(s32_out) && WRITE(u32_out) && WRITE(s64_out) && WRITE(u64_out) && ok;
+  ok = WRITE(s32_out) && WRITE(u32_out) && WRITE(s64_out) && WRITE(u64_out) && WRITE(f32_out) && ok;
   return fclose(f) == 0 && ok ? 0 : 1;
 }
 """
@@ -115,7 +140,7 @@ def test_counts_packets_and_their_instructions(program, tmp_path):
     assert (count.instructions, count.packets, count.cycles) == (INSTRUCTIONS, PACKETS, None)
 
 
-def test_integer_division_functions(program, tmp_path):
+def test_division_functions(program, tmp_path):
     out = tmp_path / "out.bin"
     proc = subprocess.run([*TARGET.emulator, str(program), str(out)], capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, timeout=120)
@@ -128,4 +153,12 @@ def test_integer_division_functions(program, tmp_path):
         want = [[abs(n) // abs(d) * (1 if (n < 0) == (d < 0) else -1),
                  abs(n) % abs(d) * (1 if n >= 0 else -1)] for n, d in pairs]
         assert got.tolist() == want, dtype
+    got = np.frombuffer(data, "<u4", len(F32), at)
+    at += got.nbytes
+    with np.errstate(all="ignore"):
+        want = (F32[:, 0] / F32[:, 1]).view(np.uint32)
+    nan = np.isnan(want.view(np.float32))
+    assert np.isnan(got.view(np.float32))[nan].all()
+    bad = np.flatnonzero(~nan & (got != want))
+    assert bad.size == 0, [(F32[i].tolist(), hex(got[i]), hex(want[i])) for i in bad[:5]]
     assert at == len(data)

@@ -1,8 +1,8 @@
-"""The HVX kernels of runtime/hexagon/qc_hvx.h on their own: one program, built with target hexagon-hvx's compiler
-and flags and run under qemu-hexagon, calls qc_hvx_dot_rows32_s8 (weights laid out by the family's own layouts,
-qcodegen/kernels/hvx/layouts.py rows32) and qc_hvx_dw_tap_s8 on seeded random and extreme operands; the results
-must equal the numpy CONV2D / DEPTHWISE_CONV2D primitives' accumulators element for element. The kernel choices
-are checked without rendering."""
+"""The HVX kernels of runtime/hexagon/qc_hvx.h and qc_hvx_ew.h on their own: one program, built with target
+hexagon-hvx's compiler and flags and run under qemu-hexagon, calls qc_hvx_dot_rows32_s8 (weights laid out by the
+family's own layouts, qcodegen/kernels/hvx/layouts.py rows32), qc_hvx_dw_tap_s8, the requantizing kernels and the
+element-wise parts on seeded random and extreme operands; the results must equal the numpy primitives' (CONV2D,
+DEPTHWISE_CONV2D, RESCALE) element for element. The kernel choices are checked without rendering."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from qcodegen.codegen import load_target
 from qcodegen.kernel_testing import KernelProgram, conv_accumulators, conv_schedule, depthwise_accumulators, rescale
 from qcodegen.kernels import plan_kernels
 from qcodegen.kernels.hvx import layouts
+from qcodegen.primitives.rescale import exception_arrays, exception_list
 from qcodegen.resources import data_path
 from qcodegen.verify.build import compile_cached
 from qcodegen.verify.runners import unavailable
@@ -133,14 +134,42 @@ def _rq_vectors(prog: KernelProgram, mults: list, shifts: list, rounding: str, l
     return prog.array("int32_t", layouts.dw_rq(np.asarray(m), np.asarray(s), away, copies if len(mults) > 1 else 1))
 
 
-# the shared kernels and their _inline forms (specialized per call site: weight layout "fast")
-KERNEL_FORMS = {kind: (f"qc_hvx_{kind}_rq_s8", f"qc_hvx_{kind}_rq_s8_inline") for kind in ("conv", "dw")}
 
 
-def _check_forms(prog: KernelProgram, kind: str, params: str, want: np.ndarray, call) -> None:
-    """Both forms of kernel `kind` on the params struct q ({params}) by the C statement call(fn), int8 results in r
-    against `want`."""
-    for fn in KERNEL_FORMS[kind]:
+def _exceptions(prog: KernelProgram, acc: np.ndarray, want: np.ndarray, per_channel: bool, lo: int, hi: int,
+                rng: np.random.Generator) -> tuple[str, np.ndarray]:
+    """Exceptions to the single rounding (channel, accumulator, value) with random values in lo..hi: per channel,
+    the accumulator of a random output of the last channel of each block of 32 and of the last channel (a block
+    whose only exceptions are at its end); per tensor, those of 6 random outputs; and one accumulator that no output
+    has. The kernels' qc_hvx_exceptions initializer and `want` with the listed values where an output's accumulator
+    is listed."""
+    channels = acc.shape[-1]
+    flat = acc.reshape(-1, channels)
+    rows = rng.integers(0, flat.shape[0], channels)
+    if per_channel:
+        listed = {(c, int(flat[rows[c], c])) for c in {*range(31, channels, 32), channels - 1}}
+    else:
+        listed = {(0, int(flat.flat[i])) for i in rng.choice(flat.size, min(6, flat.size), replace=False)}
+    listed.add((channels - 1 if per_channel else 0, 1 << 30))
+    exceptions = tuple((c, a, int(rng.integers(lo, hi + 1))) for c, a in sorted(listed))
+    arrays = exception_arrays(exceptions, channels if per_channel else 1, lo, hi)
+    got = want.reshape(-1, channels).copy()
+    for c, a, v in exceptions:
+        for col in [c] if per_channel else range(channels):
+            got[flat[:, col] == a, col] = v
+    arrays["exc_channel"] = exception_list(exceptions, lo, hi)["exc_channel"]
+    names = [prog.array("int32_t", arrays[k]) for k in ("exc_start", "exc_channel", "exc_acc", "exc_value")]
+    return f"{{{', '.join(names)}, {int(per_channel)}}}", got.reshape(want.shape)
+
+
+NO_EXCEPTIONS = "{NULL, NULL, NULL, NULL, 0}"
+
+
+def _check_forms(prog: KernelProgram, kind: str, params: str, want: np.ndarray, call, exc: bool) -> None:
+    """Both forms of kernel `kind` (the shared kernel, its copy for steps with exceptions when exc, and the _inline
+    form, specialized per call site: weight layout "fast") on the params struct q ({params}) by the C statement
+    call(fn), int8 results in r against `want`."""
+    for fn in (f"qc_hvx_{kind}_rq{'_exc' if exc else ''}_s8", f"qc_hvx_{kind}_rq_s8_inline"):
         prog.check(f"  static const qc_hvx_{kind}_params q = {{{params}}};\n  int8_t r[{want.size}];\n"
                    f"  {call(fn)}", "r", want)
 
@@ -149,23 +178,25 @@ def _conv_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
     """qc_hvx_conv_rq_s8 (and its _inline form) pixel by pixel against the numpy CONV2D then RESCALE: rows fewer
     than, a multiple of and more than 32 (a last partial block), rows with a last partial word, per channel and per
     tensor scales, double and single rounding, input zero points -128 and 7, a ReLU clamp."""
-    for rows, k, izp, per_channel, rounding, zp, lo in ((10, 3, -128, True, "double_round", -3, -128),
-                                                        (40, 67, 7, False, "double_round", 2, 2),
-                                                        (64, 130, -128, True, "single_round", -128, -128)):
+    for case, (rows, k, izp, per_channel, rounding, zp, lo) in enumerate((
+            (10, 3, -128, True, "double_round", -3, -128), (40, 67, 7, False, "double_round", 2, 2),
+            (64, 130, -128, True, "single_round", -128, -128), (40, 5, 0, True, "single_round", 0, -128))):
         x = rng.integers(-128, 128, (3, k))
         w = rng.integers(-128, 128, (rows, k))
         bias = rng.integers(-(1 << 16), 1 << 16, rows)
         mults, shifts = _scales(rng, rows, per_channel, rounding)
-        want = rescale(conv_accumulators(x, w, bias, izp), mults, shifts, rounding, zp, lo, 127)
+        acc = conv_accumulators(x, w, bias, izp)
+        want = rescale(acc, mults, shifts, rounding, zp, lo, 127)
+        exc, want = _exceptions(prog, acc, want, per_channel, lo, 127, rng) if case % 2 else (NO_EXCEPTIONS, want)
         terms = izp * w.sum(axis=1)
         blocks = -(-rows // layouts.LANES)
         params = (f"{prog.array('int8_t', layouts.rows32(w))}, {prog.array('int32_t', layouts.starts(bias, terms))}, "
                   f"{_rq_vectors(prog, mults, shifts, rounding, layouts.LANES)}, {k}, {blocks}, {rows}, "
-                  f"{5 * 32 if per_channel else 0}, {int(rounding == 'double_round')}, {zp}, {lo}, 127")
+                  f"{5 * 32 if per_channel else 0}, {int(rounding == 'double_round')}, {zp}, {lo}, 127, {exc}")
         xs = prog.array('int8_t', x)
         _check_forms(prog, "conv", params, want,
                      lambda fn, xs=xs, k=k, rows=rows: f"for (int32_t p = 0; p < 3; ++p) {fn}(&q, {xs} + p * {k}, "
-                                                        f"r + p * {rows});")
+                                                        f"r + p * {rows});", case % 2)
 
 
 def _dw_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
@@ -174,7 +205,7 @@ def _dw_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
     input zero point, or another value), strides 2, dilation 2, per channel and per tensor scales, double and single
     rounding; 8, 16 and 32 channels also 8, 4 and 2 pixels a block (copies, stride 1: groups across the borders, a
     last shorter group); an input of fewer than 128 bytes."""
-    for c, copies, hw, stride, pad, dilation, izp, pad_value, per_channel, rounding in (
+    for case, (c, copies, hw, stride, pad, dilation, izp, pad_value, per_channel, rounding) in enumerate((
             (8, 1, (6, 7), (1, 1), (1, 1, 1, 1), (1, 1), -128, -128, True, "double_round"),
             (8, 8, (6, 13), (1, 1), (1, 1, 1, 1), (1, 1), -128, -128, True, "double_round"),
             (8, 8, (2, 3), (1, 1), (1, 1, 1, 1), (1, 1), 0, 0, True, "double_round"),
@@ -182,27 +213,90 @@ def _dw_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
             (32, 2, (3, 6), (2, 1), (1, 1, 1, 1), (1, 1), -128, -128, True, "double_round"),
             (40, 1, (7, 6), (2, 2), (1, 1, 0, 1), (1, 1), 5, 5, False, "double_round"),
             (72, 1, (6, 6), (1, 2), (2, 1, 1, 2), (2, 2), 0, -128, True, "single_round"),
-            (130, 1, (4, 5), (1, 1), (0, 0, 0, 0), (1, 1), -1, -1, True, "double_round")):
+            (130, 1, (4, 5), (1, 1), (0, 0, 0, 0), (1, 1), -1, -1, True, "double_round"))):
         x = rng.integers(-128, 128, (1, *hw, c))
         w = rng.integers(-128, 128, (3, 3, c))
         bias = rng.integers(-(1 << 16), 1 << 16, c)
         mults, shifts = _scales(rng, c, per_channel, rounding)
         acc = depthwise_accumulators(x, w, bias, izp, stride, pad, dilation, pad_value)
         want = rescale(acc, mults, shifts, rounding, -7, -128, 127)
+        exc, want = _exceptions(prog, acc, want, per_channel, -128, 127, rng) if case % 2 else (NO_EXCEPTIONS, want)
         oh, ow = acc.shape[1:3]
         fields = [c, -(-c * copies // 64), copies, 10 * 32 if per_channel else 0, 3, 3, *hw, oh, ow, *stride,
-                  *dilation, pad[0], pad[2], izp, pad_value, int(rounding == "double_round"), -7, -128, 127]
+                  *dilation, pad[0], pad[2], izp, pad_value, int(rounding == "double_round"), -7, -128, 127, exc]
         params = (f"{prog.array('int16_t', layouts.dw_w16(w.reshape(9, c), copies))}, "
                   f"{prog.array('int32_t', layouts.dw_starts(bias, copies))}, "
                   f"{_rq_vectors(prog, mults, shifts, rounding, 2 * layouts.LANES, copies)}, "
                   f"{', '.join(map(str, fields))}")
         xs = prog.array('int8_t', x)
-        _check_forms(prog, "dw", params, want, lambda fn, xs=xs: f"{fn}(&q, {xs}, r);")
+        _check_forms(prog, "dw", params, want, lambda fn, xs=xs: f"{fn}(&q, {xs}, r);", case % 2)
+
+
+def _ew_io_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
+    """qc_hvx_ew_load then qc_hvx_ew_store, 128 elements an iteration, of int8 / int16 / int32 buffers of 1, 31,
+    128, 129 and 300 elements (partial last vectors of every length class, buffers shorter than a vector) into a
+    buffer of sentinels (99) 8 elements longer: every element copied, the sentinels past the end untouched; int8
+    widened to int32 lanes and stored as int32 (sign extension, lane order)."""
+    for ctype, (lo, hi), out in (("int8_t", (-128, 127), "int8_t"), ("int16_t", (-32768, 32767), "int16_t"),
+                                 ("int32_t", INT32, "int32_t"), ("int8_t", (-128, 127), "int32_t")):
+        bytes_in, bytes_out = (np.dtype(t.removesuffix("_t")).itemsize for t in (ctype, out))
+        for n in (1, 31, 128, 129, 300):
+            x = rng.integers(lo, hi, n, endpoint=True)
+            x[:2] = (lo, hi)[:n]
+            xs = prog.array(ctype, x)
+            prog.check(f"  {out} r[{n + 8}];\n  for (int32_t i = 0; i < {n + 8}; ++i) r[i] = 99;\n"
+                       f"  for (int32_t i = 0; i < {n}; i += 128) {{\n    HVX_Vector v[4];\n"
+                       f"    qc_hvx_ew_load({xs}, {bytes_in}, {n}, i, v);\n"
+                       f"    qc_hvx_ew_store(r, {bytes_out}, {n}, i, v);\n  }}", "r", np.concatenate([x, [99] * 8]))
+
+
+def _ew_lanes(prog: KernelProgram, acc: np.ndarray, call: str, out: str, want: np.ndarray) -> None:
+    """call (a C expression of the int32 lanes v) on the 128 values acc, 32 lanes at a time, the results stored as
+    `out` against want."""
+    prog.check(f"  {out} r[128];\n  for (int32_t b = 0; b < 4; ++b) {{\n    HVX_Vector v;\n"
+               f"    __builtin_memcpy(&v, {prog.array('int32_t', acc)} + 32 * b, 128);\n"
+               f"    const HVX_Vector q = {call};\n"
+               f"    for (int32_t l = 0; l < 32; ++l) r[32 * b + l] = ({out})((const int32_t *)(const void *)&q)[l];\n"
+               "  }", "r", want)
+
+
+def _ew_rescale_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
+    """qc_hvx_ew_rescale (per tensor, scalar constants: shifts 31..62, multipliers 0, 1, 2^30, 2^31 - 1 and random,
+    double and single rounding, accumulators anywhere in int32, near results and on exact ties) and
+    qc_hvx_ew_rescale_pow2 (2^k with shifts 1..30: shifted left, rounded right, on ties) against the numpy RESCALE:
+    full int32 results, then an input zero point with int8 operands, an output zero point and a clamp."""
+    for rounding in ("double_round", "single_round"):
+        acc, mults, shifts = _requant_operands(rng, 128)
+        for m, s in ((mults[0], 40), (1, 33), ((1 << 31) - 1, 62), (1 << 30, 31), (1 << 30, 32), (int(mults[9]), 38),
+                     (int(mults[10]), int(shifts[10]))):
+            a = np.where(s == 31, np.clip(acc, -(1 << 30), (1 << 30) - 1), acc)  # TOSA REQUIRE at shift 31
+            if m == 1 << 30 and s > 31:
+                a[:64] = (2 * rng.integers(-(1 << 9), 1 << 9, 64) + 1) << (s - 31)  # ties
+            single = rounding == "single_round"
+            rnd, adj = int(not (single and s > 31)), -int(not single and s > 31)
+            _ew_lanes(prog, a, f"qc_hvx_ew_rescale(v, 0, {m}, {s - 31}, {rnd}, {adj}, 0, INT32_MIN, INT32_MAX)",
+                      "int32_t", rescale(a[None], [m], [s], rounding, 0, *INT32, "i32")[0])
+            x = rng.integers(-128, 128, 128)
+            _ew_lanes(prog, x, f"qc_hvx_ew_rescale(v, -7, {m}, {s - 31}, {rnd}, {adj}, 3, -100, 127)", "int8_t",
+                      rescale((x + 7)[None], [m], [s], rounding, 3, -100, 127)[0])
+    for k, s in ((30, 10), (30, 11), (20, 20), (28, 30), (3, 9), (0, 2)):
+        n, bound = k - s, (1 << (s - 1)) - 1  # TOSA REQUIRE |v| < 2^(shift - 1) for shifts <= 31
+        x = rng.integers(-bound, bound, 128, endpoint=True)
+        x[:2] = -bound, bound
+        if n < 0:
+            x[2:34] = np.clip((2 * rng.integers(-bound, bound, 32) + 1) << (-n - 1), -bound, bound)  # ties
+        _ew_lanes(prog, x, f"qc_hvx_ew_rescale_pow2(v, 0, {n}, 0, INT32_MIN, INT32_MAX)", "int32_t",
+                  rescale(x[None], [1 << k], [s], "single_round", 0, *INT32, "i32")[0])
+        if s >= 9:  # int8 operands minus the zero point 5
+            x8 = rng.integers(-128, 128, 128)
+            _ew_lanes(prog, x8, f"qc_hvx_ew_rescale_pow2(v, 5, {n}, -3, -128, 50)", "int8_t",
+                      rescale((x8 - 5)[None], [1 << k], [s], "single_round", -3, -128, 50)[0])
 
 
 def _run(prog: KernelProgram, workdir: Path) -> np.ndarray:
     runtime = data_path("runtime")
-    for header in ("qc_minilibc.h", "hexagon/qc_hvx.h"):  # beside the source: part of the build's cache key
+    # beside the source: part of the build's cache key
+    for header in ("qc_minilibc.h", "hexagon/qc_hvx.h", "hexagon/qc_hvx_ew.h"):
         shutil.copyfile(runtime / header, workdir / Path(header).name)
     source = workdir / "kernels_hexagon.c"
     source.write_text(prog.source().replace("#include <stdio.h>", '#include "qc_minilibc.h"'))
@@ -218,7 +312,7 @@ def _run(prog: KernelProgram, workdir: Path) -> np.ndarray:
 
 @pytest.mark.skipif(bool(unavailable(TARGET)), reason=f"hexagon-hvx: {unavailable(TARGET)}")
 def test_kernels_against_the_numpy_primitives(tmp_path):
-    prog = KernelProgram(("qc_hvx.h",))
+    prog = KernelProgram(("qc_hvx.h", "qc_hvx_ew.h"))
     rng = np.random.default_rng(18)
     _dot_cases(prog, rng)
     _depthwise_cases(prog, rng)
@@ -226,6 +320,8 @@ def test_kernels_against_the_numpy_primitives(tmp_path):
     _store_cases(prog)
     _conv_rq_cases(prog, rng)
     _dw_rq_cases(prog, rng)
+    _ew_io_cases(prog, rng)
+    _ew_rescale_cases(prog, rng)
     mismatches = prog.mismatches(_run(prog, tmp_path))
     assert mismatches == "", mismatches
 

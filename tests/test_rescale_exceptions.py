@@ -1,9 +1,9 @@
 """Single rounding with exceptions (docs/semantics.md §14.5): a FUSED_CONV whose RESCALE lists accumulators with
-their own values. The generated code of every kernel family (portable C; the MVE, RISC-V and HVX dot products
-with the template's store; the x86 and AArch64 vector requantization then qc_x86_except8 / qc_neon_except; under
-QEMU the Cortex-M4 kernels' mode 4, depthwise pixels in pairs and alone) equals the reference on inputs chosen so
-that the exceptions are hit; the reference itself is checked to differ from the RESCALE without them there (so a
-store that ignores them fails)."""
+their own values. The generated code of every kernel family (portable C; the MVE and RV32 dot products with the
+template's store; the x86, AArch64, HVX and RVV vector requantization with qc_x86_except8 / qc_neon_except /
+qc_hvx_except / qc_rvv_except; under QEMU the Cortex-M4 kernels' mode 4, depthwise pixels in pairs and alone)
+equals the reference on inputs chosen so that the exceptions are hit; the reference itself is checked to differ
+from the RESCALE without them there (so a store that ignores them fails)."""
 
 from __future__ import annotations
 
@@ -89,6 +89,10 @@ def _check(op: str, target: str, per_channel: bool, cortex_m_kernels: tuple[str,
         assert kernel in cortex_m_kernels, kernel
     if target.startswith("x86"):  # requantized in vectors (qc_x86_rq8_store, qc_x86_dw_rows), then the exceptions
         assert kernel in ("qc_x86_madd_blocks", "qc_x86_dpbusd_blocks", "qc_x86_dw8", "qc_x86_dw_rows"), kernel
+    if target == "hexagon-hvx":  # requantized in vectors with the exceptions (qc_hvx_except)
+        assert kernel in ("qc_hvx_conv_rq_exc_s8", "qc_hvx_dw_rq_exc_s8"), kernel
+    if target == "riscv64-rvv":  # requantized in vectors with the exceptions (qc_rvv_except)
+        assert next(s.choice.params.rq.exceptions for s in plan_kernels(sched, t, "t").steps)
     result = verify_planned(sched, target=target, inputs=[[x]])
     assert result.bit_exact, f"{result.mismatches} mismatches; first: {result.first_mismatch}"
     return kernel
@@ -101,7 +105,7 @@ def test_fused_store_takes_the_exceptions(op, target):
     _check(op, target, True, ("qc_dsp_conv_3px_s8x2_single_pc_exc_g2", "qc_dsp_dw_s8_single_pc_exc"))
 
 
-@pytest.mark.parametrize("target", ["generic", "cortex-m4", "x86-avx2"])
+@pytest.mark.parametrize("target", ["generic", "cortex-m4", "x86-avx2", "hexagon-hvx", "riscv64-rvv"])
 @pytest.mark.parametrize("op", ["CONV2D", "DEPTHWISE_CONV2D"])
 def test_per_tensor_exceptions(op, target):
     _check(op, target, False, ("qc_dsp_conv_3px_s8x2_single_exc_g2", "qc_dsp_dw_s8_single_exc_c4"))
@@ -113,7 +117,7 @@ def test_x86_depthwise_rows_take_the_exceptions(target):
     assert _check("DEPTHWISE_CONV2D", target, True, (), channels=8) == "qc_x86_dw_rows"
 
 
-@pytest.mark.parametrize("target", ["generic", "cortex-m4", "x86-avx2"])
+@pytest.mark.parametrize("target", ["generic", "cortex-m4", "x86-avx2", "hexagon-hvx"])
 def test_dense_layer_takes_the_exceptions(target):
     """One output pixel (an ONNX MatMul / Gemm as qcodegen/plan/rewrite.py leaves it: the RESCALE fused into the
     1x1 CONV2D; Cortex-M4: the one-pixel dot kernels with the template's store), 6 inputs whose accumulators
@@ -132,7 +136,7 @@ def test_dense_layer_takes_the_exceptions(target):
     assert _rescale_without_exceptions_differs(sched, acc) >= 12
     kernel = next(s.choice.kernel for s in plan_kernels(sched, t, "t").steps)
     assert "dot_4rows" in kernel if target == "cortex-m4" else kernel == "qc_x86_ubs_blocks" if target == "x86-avx2" \
-        else True
+        else kernel == "qc_hvx_conv_rq_exc_s8" if target == "hexagon-hvx" else True
     result = verify_planned(sched, target=target, inputs=[[x.reshape(1, 1, 1, k).astype(np.int8)] for x in xs])
     assert result.bit_exact, f"{result.mismatches} mismatches; first: {result.first_mismatch}"
 

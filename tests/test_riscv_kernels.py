@@ -289,7 +289,7 @@ def _rvv_requantize_cases(prog: Program, rng: np.random.Generator) -> None:
         scales = (f"{prog.array('int32_t', mults)}, {prog.array('int8_t', shifts)}, 0, 0" if per_channel
                   else f"NULL, NULL, {mults[0]}, {shifts[0]}")
         zcs = prog.array("int32_t", zc) if with_zc else "NULL"
-        prog.check(f"  const qc_rvv_rq rq = {{{scales}, {dbl}, {zp}, {lo}, {hi}, {bits}}};\n"
+        prog.check(f"  const qc_rvv_rq rq = {{{scales}, {dbl}, {zp}, {lo}, {hi}, {bits}, NULL, NULL, NULL, 0}};\n"
                    f"  int{bits}_t r[{n}];\n  qc_rvv_requantize_pixel(&rq, {prog.array('int32_t', acc)}, "
                    f"{prog.array('int32_t', bias)}, {int(bias_pc)}, {zcs}, r, {n});", "r", expected)
 

@@ -68,6 +68,15 @@ class RequantStore:
 
 
 @dataclass(frozen=True)
+class EwPart:
+    """One part of an element-wise chain as a vector family's template calls it: fn(operands..., constants...) on
+    one vector of int32 lanes (Cortex-M55 MVE, Hexagon HVX)."""
+
+    fn: str
+    constants: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
 class KernelChoice:
     """What one step runs on a target.
 

@@ -1,7 +1,7 @@
 /* qc_hexagon_start.c: program entry and Linux system calls of the freestanding Hexagon harness (run by
- * qemu-hexagon in user mode; the rest of the C library is qc_minilibc.c), and the integer division functions
- * that clang calls on Hexagon, which has no divide instruction (the compiler runtime library is not linked:
- * -nostdlib). SPDX-License-Identifier: Apache-2.0 */
+ * qemu-hexagon in user mode; the rest of the C library is qc_minilibc.c), and the integer and binary32 division
+ * functions that clang calls on Hexagon, which has no divide instruction (the compiler runtime library is not
+ * linked: -nostdlib). SPDX-License-Identifier: Apache-2.0 */
 #include <stdint.h>
 
 #if !defined(__hexagon__)
@@ -127,4 +127,68 @@ int32_t __hexagon_modsi3(int32_t n, int32_t d) {
   uint32_t r;
   (void)udivmod32(magnitude32(n), magnitude32(d), &r);
   return signed32(r, n < 0);
+}
+
+/* binary32 division a / b, correctly rounded (to nearest, ties to even), as IEEE 754 defines it: the float
+ * arithmetic of the generated code (e.g. an ONNX QuantizeLinear's x / scale) must equal the host's. Hexagon has no
+ * divide instruction and the compiler runtime is not linked. In integers: the significands ma, mb (24 bits, the
+ * implicit bit set; subnormals normalized) give q = floor(ma 2^26 / mb), of 26 or 27 bits, with `sticky` when the
+ * division is inexact; a / b = (q + f) 2^e with 0 <= f < 1 (f > 0 iff sticky). round_pack keeps 24 significant bits
+ * (fewer for a subnormal result), rounds the dropped bits, and the sticky bit, to nearest even, and packs. */
+static uint32_t round_pack(uint32_t sign, uint64_t q, int32_t e, int sticky) {
+  const int32_t bits = 64 - __builtin_clzll(q);
+  int32_t biased = e + bits - 1 + 127; /* the leading bit is 2^(e + bits - 1) */
+  int32_t shift = bits - 24;           /* >= 2 here: q has at least 26 bits */
+  if (biased <= 0) {                   /* subnormal: the significand's last bit is 2^-149 */
+    shift += 1 - biased;
+    biased = 0;
+  }
+  if (shift > 40) { /* q < 2^27: below half of the last bit, rounds to 0 */
+    return sign;
+  }
+  const uint64_t m = q >> shift, dropped = q & (((uint64_t)1 << shift) - 1), half = (uint64_t)1 << (shift - 1);
+  const uint64_t up = dropped > half || (dropped == half && (sticky || (m & 1)));
+  /* biased >= 1: m in [2^23, 2^24) holds the implicit bit, which adds 1 to the exponent field (hence biased - 1);
+     a carry of the rounding into 2^24 moves to the next exponent by the same addition. Subnormal: m <= 2^23. */
+  const uint64_t packed = (biased > 0 ? (uint64_t)(biased - 1) << 23 : 0) + m + up;
+  return sign | (packed >= 0x7f800000u ? 0x7f800000u : (uint32_t)packed);
+}
+
+/* The significand of the finite non-zero binary32 magnitude u (24 bits, the implicit bit set) and its exponent:
+ * u = m 2^*e. */
+static uint64_t significand(uint32_t u, int32_t *e) {
+  const uint32_t field = u >> 23;
+  uint64_t m = u & 0x7fffffu;
+  if (field == 0) { /* subnormal: m 2^-149 */
+    const int32_t s = __builtin_clzll(m) - 40;
+    *e = -149 - s;
+    return m << s;
+  }
+  *e = (int32_t)field - 150;
+  return m | 0x800000u;
+}
+
+float __hexagon_divsf3(float a, float b);
+
+float __hexagon_divsf3(float a, float b) {
+  uint32_t ua, ub, r;
+  __builtin_memcpy(&ua, &a, 4);
+  __builtin_memcpy(&ub, &b, 4);
+  const uint32_t sign = (ua ^ ub) & 0x80000000u, xa = ua & 0x7fffffffu, xb = ub & 0x7fffffffu;
+  if (xa > 0x7f800000u || xb > 0x7f800000u || (xa == xb && (xa == 0 || xa == 0x7f800000u))) {
+    r = 0x7fc00000u; /* NaN: a NaN operand, 0 / 0, inf / inf */
+  } else if (xa == 0x7f800000u || xb == 0) {
+    r = sign | 0x7f800000u;
+  } else if (xa == 0 || xb == 0x7f800000u) {
+    r = sign;
+  } else {
+    int32_t ea, eb;
+    const uint64_t ma = significand(xa, &ea), mb = significand(xb, &eb);
+    uint64_t rem;
+    const uint64_t q = udivmod64(ma << 26, mb, &rem);
+    r = round_pack(sign, q, ea - eb - 26, rem != 0);
+  }
+  float f;
+  __builtin_memcpy(&f, &r, 4);
+  return f;
 }

@@ -8,6 +8,7 @@
  * accumulated by VMPY into 64 lanes, requantized in vectors) take a constant params struct per step: not inlined
  * (one copy per model: weight layout "compact"), or their _inline forms, specialized per step by the compiler
  * (weight layout "fast": more .text, fewer instructions).
+ * Both apply the exceptions to the single rounding to the requantized lanes (qc_hvx_except).
  * qc_hvx_dot_rows32_s8 (int32 sums, the step stores them) and qc_hvx_dw_tap_s8 (one depthwise tap of the portable
  * loops) serve the steps without an int8 requantized output. C99; -Wall -Wextra -Werror -pedantic clean.
  * SPDX-License-Identifier: Apache-2.0 */
@@ -16,6 +17,7 @@
 
 #include <hexagon_protos.h>
 #include <hexagon_types.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #if !defined(__HVX__) || __HVX_LENGTH__ != 128
@@ -69,7 +71,8 @@ static inline __attribute__((unused)) void qc_hvx_dot_rows32_s8(const int8_t *x,
 }
 
 /* The requantization of 32 int32 accumulators to int8 (TFLite's MultiplyByQuantizedMultiplier, TOSA RESCALE), in
-   vectors. rq: the 5 vectors of the block's 32 channels (qcodegen/kernels/hvx/layouts.py rq32): m (the multiplier,
+   vectors: qc_hvx_scale (steps 1-3: y from acc and the 5 vectors at v), qc_hvx_requant (step 4).
+   rq: the 5 vectors of the block's 32 channels (qcodegen/kernels/hvx/layouts.py rq32): m (the multiplier,
    0 <= m < 2^31), r = shift - 31 (0 <= r <= 31), mask = 2^r - 1, half = 2^(r - 1) (0 when r = 0) and adj (-1 where
    the second rounding is away from zero, else 0). The result is clamp(y + zp, lo, hi) with, for the TOSA shift
    s = 31 + r and P = acc * m (exact, up to 2^62 in magnitude):
@@ -91,17 +94,22 @@ static inline __attribute__((unused)) void qc_hvx_dot_rows32_s8(const int8_t *x,
       the second shift logical: 0 <= (h & mask) + c < 2^31 + 2^30, no int32 overflow (h + c could overflow).
    4. y + zp saturates to int32 (VADD:sat) before the clamp to [lo, hi], a sub-range of int32: the clamp of the
       exact sum. */
-static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_requant(HVX_Vector acc, const int32_t *rq,
-                                                                               int32_t rnd, HVX_Vector zp,
-                                                                               HVX_Vector lo, HVX_Vector hi) {
-  const qc_hvx_uvec *v = (const qc_hvx_uvec *)(const void *)rq;
+static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_scale(HVX_Vector acc, const qc_hvx_uvec *v,
+                                                                             int32_t rnd) {
   const HVX_Vector m = v[0], r = v[1];
   const HVX_Vector e = Q6_Vw_vmpye_VwVuh(acc, m);
   const HVX_Vector h = rnd ? Q6_Vw_vmpyoacc_VwVwVh_s1_rnd_sat_shift(e, acc, m)
                            : Q6_Vw_vmpyoacc_VwVwVh_s1_sat_shift(e, acc, m);
   const HVX_Vector c = Q6_Vw_vadd_VwVw(v[3], Q6_V_vand_VV(Q6_Vw_vasr_VwR(h, 31), v[4]));
   const HVX_Vector frac = Q6_Vw_vlsr_VwVw(Q6_Vw_vadd_VwVw(Q6_V_vand_VV(h, v[2]), c), r);
-  const HVX_Vector y = Q6_Vw_vadd_VwVw(Q6_Vw_vasr_VwVw(h, r), frac);
+  return Q6_Vw_vadd_VwVw(Q6_Vw_vasr_VwVw(h, r), frac);
+}
+
+/* qc_hvx_scale by the 5 vectors at rq, then clamp(y + zp, lo, hi) (step 4). */
+static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_requant(HVX_Vector acc, const int32_t *rq,
+                                                                               int32_t rnd, HVX_Vector zp,
+                                                                               HVX_Vector lo, HVX_Vector hi) {
+  const HVX_Vector y = qc_hvx_scale(acc, (const qc_hvx_uvec *)(const void *)rq, rnd);
   return Q6_Vw_vmin_VwVw(Q6_Vw_vmax_VwVw(Q6_Vw_vadd_VwVw_sat(y, zp), lo), hi);
 }
 
@@ -126,21 +134,61 @@ static inline __attribute__((always_inline, unused)) void qc_hvx_store_h8(HVX_Ve
   qc_hvx_store_bytes(Q6_Vb_vpacke_VhVh(Q6_V_vzero(), h), y, n);
 }
 
+/* The exceptions to the single rounding (docs/semantics.md §14.5; qcodegen/primitives/rescale.py exception_arrays):
+   es[c] .. es[c + 1] - 1 index the channels ec, accumulators ea and output values ev (clamped) of the exceptions of
+   channel c (epc: per channel; else es[0] .. es[1] - 1 are every channel's). es NULL: none. */
+typedef struct {
+  const int32_t *es, *ec, *ea, *ev;
+  int32_t epc;
+} qc_hvx_exceptions;
+
+/* 0, 1, .., 31: the lanes' indices. */
+static const int32_t qc_hvx_iota[32] __attribute__((aligned(128), unused)) = {
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
+
+/* The first exception of channels c0 .. c1 - 1 and the one past their last (per tensor: all); equal when they have
+   none. es is ascending. */
+static inline __attribute__((always_inline, unused)) void qc_hvx_exception_range(const qc_hvx_exceptions *x,
+                                                                                 int32_t c0, int32_t c1,
+                                                                                 int32_t *e0, int32_t *e1) {
+  *e0 = x->epc ? x->es[c0] : 0;
+  *e1 = x->epc ? x->es[c1] : x->es[1];
+}
+
+/* q (the requantized int32 lanes) with the exceptions e0 .. e1 - 1 applied: where a lane's accumulator (acc) is an
+   exception's and (per channel) its channel (chan: per lane) the exception's channel, the exception's value. In
+   vectors: two compares, a predicate and and a VMUX per exception. */
+static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_except(const qc_hvx_exceptions *x,
+                                                                              HVX_Vector acc, HVX_Vector chan,
+                                                                              HVX_Vector q, int32_t e0, int32_t e1) {
+  for (int32_t e = e0; e < e1; ++e) {
+    HVX_VectorPred hit = Q6_Q_vcmp_eq_VwVw(acc, Q6_V_vsplat_R(x->ea[e]));
+    if (x->epc) {
+      hit = Q6_Q_and_QQ(hit, Q6_Q_vcmp_eq_VwVw(chan, Q6_V_vsplat_R(x->ec[e])));
+    }
+    q = Q6_V_vmux_QVV(hit, Q6_V_vsplat_R(x->ev[e]), q);
+  }
+  return q;
+}
+
 /* A CONV2D step with an int8 requantized output, for qc_hvx_conv_rq_s8: w (rows32), start (the accumulators'
    start per row, blocks x 32 int32: bias - izp x the row's sum, modulo 2^32), rq (qc_hvx_requant's 5 vectors
-   per block, or one set for every block: rq_stride 0), k, blocks, rows, rnd, zp, lo, hi. */
+   per block, or one set for every block: rq_stride 0), k, blocks, rows, rnd, zp, lo, hi, and the exceptions to the
+   single rounding (exc.es NULL: none). */
 typedef struct {
   const int8_t *w;
   const int32_t *start;
   const int32_t *rq;
   int32_t k, blocks, rows, rq_stride, rnd, zp, lo, hi;
+  qc_hvx_exceptions exc;
 } qc_hvx_conv_params;
 
 /* y[r] = the requantized start[r] + the sum of x[i] * w[r][i] (qc_hvx_dot_block, qc_hvx_requant) for the rows
-   r < rows of one pixel. The int32 lanes add modulo 2^32: the exact accumulator fits int32 (range analysis), so
-   the modular sum is it. Specialized per step when inlined with constant params (weight layout "fast"). */
+   r < rows of one pixel, the exceptions of the block's channels applied (qc_hvx_except) before the store. The
+   int32 lanes add modulo 2^32: the exact accumulator fits int32 (range analysis), so the modular sum is it. exc:
+   the step has exceptions (exc.es not NULL); without, no code for them. */
 static inline __attribute__((always_inline, unused)) void
-qc_hvx_conv_rq_s8_inline(const qc_hvx_conv_params *params, const int8_t *x, int8_t *y) {
+qc_hvx_conv_rq_s8_core(const qc_hvx_conv_params *params, const int8_t *x, int8_t *y, int32_t exc) {
   const qc_hvx_conv_params copy = *params, *p = &copy; /* not reloaded after each store through the int8_t *y */
   const int32_t words = p->k / 4, tail = p->k % 4, stride = (p->k + 3) / 4;
   const int32_t last = qc_hvx_word(x + 4 * words, tail);
@@ -149,16 +197,35 @@ qc_hvx_conv_rq_s8_inline(const qc_hvx_conv_params *params, const int8_t *x, int8
     const qc_hvx_uvec *w = (const qc_hvx_uvec *)(const void *)(p->w + (int32_t)128 * stride * b);
     const HVX_Vector acc = qc_hvx_dot_block(*(const qc_hvx_uvec *)(const void *)(p->start + 32 * b), x, w, words,
                                             tail, last);
-    const int32_t n = p->rows - 32 * b;
-    const HVX_Vector q = qc_hvx_requant(acc, p->rq + p->rq_stride * b, p->rnd, zp, lo, hi);
-    qc_hvx_store_h8(Q6_Vh_vpacke_VwVw(Q6_V_vzero(), q), y + 32 * b, n < 32 ? n : 32);
+    const int32_t n = p->rows - 32 * b < 32 ? p->rows - 32 * b : 32;
+    HVX_Vector q = qc_hvx_requant(acc, p->rq + p->rq_stride * b, p->rnd, zp, lo, hi);
+    int32_t e0 = 0, e1 = 0;
+    if (exc) {
+      qc_hvx_exception_range(&p->exc, 32 * b, 32 * b + n, &e0, &e1);
+    }
+    if (e0 < e1) { /* lane l: channel 32 b + l */
+      const HVX_Vector chan = Q6_Vw_vadd_VwVw(*(const HVX_Vector *)(const void *)qc_hvx_iota, Q6_V_vsplat_R(32 * b));
+      q = qc_hvx_except(&p->exc, acc, chan, q, e0, e1);
+    }
+    qc_hvx_store_h8(Q6_Vh_vpacke_VwVw(Q6_V_vzero(), q), y + 32 * b, n);
   }
 }
 
-/* qc_hvx_conv_rq_s8_inline shared by the steps of a model (weight layout "compact": one copy, a call per pixel). */
+/* Specialized per step when inlined with constant params (weight layout "fast"). */
+static inline __attribute__((always_inline, unused)) void
+qc_hvx_conv_rq_s8_inline(const qc_hvx_conv_params *params, const int8_t *x, int8_t *y) {
+  qc_hvx_conv_rq_s8_core(params, x, y, params->exc.es != NULL);
+}
+
+/* Shared by the steps of a model (weight layout "compact": one copy, a call per pixel): the steps without
+   exceptions, and those with (the code of the exceptions only in this copy). */
 static __attribute__((noinline, unused)) void qc_hvx_conv_rq_s8(const qc_hvx_conv_params *params,
                                                                 const int8_t *x, int8_t *y) {
-  qc_hvx_conv_rq_s8_inline(params, x, y);
+  qc_hvx_conv_rq_s8_core(params, x, y, 0);
+}
+static __attribute__((noinline, unused)) void qc_hvx_conv_rq_exc_s8(const qc_hvx_conv_params *params,
+                                                                    const int8_t *x, int8_t *y) {
+  qc_hvx_conv_rq_s8_core(params, x, y, 1);
 }
 
 /* acc[c] += (x[c] - izp) * w[c] for the n channels c of one depthwise tap (n a multiple of 32; acc: the pixel's
@@ -190,14 +257,20 @@ static inline __attribute__((unused)) void qc_hvx_dw_tap_s8(int32_t *acc, const 
 
 /* The vector pad with the int8 values of the pixels j < cnt of a group that are inside the input row (0 <= ix + j
    < iw) at bytes j n .. j n + n - 1 (x + off: pixel 0's channels, only read where inside). This and
-   qc_hvx_load_tail_s8 fill a vector byte by byte through memory and are not inlined: inlined into the kernels
-   specialized per step (constant n), clang 14 gave wrong vectors (qc_hvx_dw_rq_s8_inline, 8 channels, one pixel a
-   block); both are rare paths (the borders, buffers of fewer than 128 bytes). */
+   qc_hvx_load_tail_s8 fill a vector byte by byte through memory: the vector's first store (vmem) and the byte
+   stores (memb) to the same bytes must not share a packet. clang 14 packed them together where it knew the count
+   (inlined into the kernels specialized per step, or a constant count propagated into the out-of-line copy), and
+   qemu-hexagon then kept the vector store's bytes: wrong vectors (qc_hvx_dw_rq_s8_core with 8 channels, one pixel
+   a block; an element-wise step of one element). QC_HVX_PACKET_BARRIER (an empty asm statement with a memory
+   clobber, which ends a packet) separates them. Both are rare paths (the borders, buffers of fewer than 128 bytes),
+   not inlined. */
+#define QC_HVX_PACKET_BARRIER() __asm__ __volatile__("" : : : "memory")
 static __attribute__((noinline, unused)) HVX_Vector qc_hvx_gather_s8(const int8_t *x, int32_t off, int32_t ix,
                                                                      int32_t cnt, int32_t n, int32_t iw,
                                                                      HVX_Vector pad) {
   HVX_Vector v = pad;
   int8_t *b = (int8_t *)(void *)&v;
+  QC_HVX_PACKET_BARRIER();
   for (int32_t j = 0; j < cnt; ++j) {
     for (int32_t c = 0; ix + j >= 0 && ix + j < iw && c < n; ++c) {
       b[j * n + c] = x[off + j * n + c];
@@ -210,6 +283,7 @@ static __attribute__((noinline, unused)) HVX_Vector qc_hvx_gather_s8(const int8_
 static __attribute__((noinline, unused)) HVX_Vector qc_hvx_load_tail_s8(const int8_t *x, int32_t need) {
   HVX_Vector v = Q6_V_vzero();
   int8_t *b = (int8_t *)(void *)&v;
+  QC_HVX_PACKET_BARRIER();
   for (int32_t i = 0; i < need; ++i) {
     b[i] = x[i];
   }
@@ -237,12 +311,14 @@ static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_load_s8(c
    one pair for every block), the channels n, blocks, copies (pixels a block: 1, or 64 / n for n < 64 dividing 64
    with stride sx 1, one block, whose lanes hold the channels `copies` times), the window (kernel kh x kw over an
    ih x iw input, oh x ow outputs, strides sy, sx, dilations dy, dx, padding top pt, left pl), the input zero point
-   izp, the value pad that padding taps read, and rnd, zp, lo, hi of the requantization. */
+   izp, the value pad that padding taps read, rnd, zp, lo, hi of the requantization and its exceptions to the
+   single rounding (exc.es NULL: none). */
 typedef struct {
   const int16_t *w;
   const int32_t *start;
   const int32_t *rq;
   int32_t n, blocks, copies, rq_stride, kh, kw, ih, iw, oh, ow, sy, sx, dy, dx, pt, pl, izp, pad, rnd, zp, lo, hi;
+  qc_hvx_exceptions exc;
 } qc_hvx_dw_params;
 
 /* The whole step over one image: per group of `copies` output pixels of a row (the last may be shorter) and
@@ -252,10 +328,11 @@ typedef struct {
    border) widened in order to int16 (VUNPACK), minus izp (|x - izp| <= 255), times the int16 weights by VMPY:acc
    (Vxx.w += Vu.h * Vv.h: halfword 2i into the even vector's lane i, 2i + 1 into the odd one's), modulo 2^32 (the
    exact accumulator fits int32: range analysis). Both vectors are requantized (qc_hvx_requant), put back in lane
-   order by VSHUFFE (low halfwords, even then odd) and the group's bytes stored (lanes past it are not).
-   Specialized per step when inlined with constant params (weight layout "fast"). */
+   order by VSHUFFE (low halfwords, even then odd) and the group's bytes stored (lanes past it are not); the
+   exceptions of the block's channels are applied to the even and the odd lanes before (qc_hvx_except; exc: the
+   step has exceptions, as qc_hvx_conv_rq_s8_core). */
 static inline __attribute__((always_inline, unused)) void
-qc_hvx_dw_rq_s8_inline(const qc_hvx_dw_params *params, const int8_t *x, int8_t *y) {
+qc_hvx_dw_rq_s8_core(const qc_hvx_dw_params *params, const int8_t *x, int8_t *y, int32_t exc) {
   const qc_hvx_dw_params copy = *params, *p = &copy; /* not reloaded after each store through the int8_t *y */
   const int32_t size = p->ih * p->iw * p->n, taps = p->kh * p->kw;
   const HVX_Vector zp = Q6_V_vsplat_R(p->zp), lo = Q6_V_vsplat_R(p->lo), hi = Q6_V_vsplat_R(p->hi);
@@ -285,18 +362,44 @@ qc_hvx_dw_rq_s8_inline(const qc_hvx_dw_params *params, const int8_t *x, int8_t *
           }
         }
         const int32_t *rq = p->rq + p->rq_stride * b;
-        const HVX_Vector even = qc_hvx_requant(Q6_V_lo_W(acc), rq, p->rnd, zp, lo, hi);
-        const HVX_Vector odd = qc_hvx_requant(Q6_V_hi_W(acc), rq + 5 * 32, p->rnd, zp, lo, hi);
+        HVX_Vector even = qc_hvx_requant(Q6_V_lo_W(acc), rq, p->rnd, zp, lo, hi);
+        HVX_Vector odd = qc_hvx_requant(Q6_V_hi_W(acc), rq + 5 * 32, p->rnd, zp, lo, hi);
+        int32_t e0 = 0, e1 = 0;
+        if (exc) {
+          qc_hvx_exception_range(&p->exc, p->copies > 1 ? 0 : 64 * b, p->copies > 1 ? p->n : 64 * b + m, &e0, &e1);
+        }
+        if (e0 < e1) {
+          /* block lane j = 2 i (even vector lane i) or 2 i + 1 (odd): channel 64 b + j, or j mod n (copies, n a
+             power of two); lanes past the last channel are not stored */
+          const HVX_Vector two_i = Q6_Vw_vadd_VwVw(*(const HVX_Vector *)(const void *)qc_hvx_iota,
+                                                   *(const HVX_Vector *)(const void *)qc_hvx_iota);
+          const HVX_Vector mask = Q6_V_vsplat_R(p->copies > 1 ? p->n - 1 : -1);
+          const HVX_Vector ce = Q6_V_vand_VV(Q6_Vw_vadd_VwVw(two_i, Q6_V_vsplat_R(64 * b)), mask);
+          const HVX_Vector co = Q6_V_vand_VV(Q6_Vw_vadd_VwVw(two_i, Q6_V_vsplat_R(64 * b + 1)), mask);
+          even = qc_hvx_except(&p->exc, Q6_V_lo_W(acc), ce, even, e0, e1);
+          odd = qc_hvx_except(&p->exc, Q6_V_hi_W(acc), co, odd, e0, e1);
+        }
         qc_hvx_store_h8(Q6_Vh_vshuffe_VhVh(odd, even), yp + 64 * b, m);
       }
     }
   }
 }
 
-/* qc_hvx_dw_rq_s8_inline shared by the steps of a model (weight layout "compact": one copy, a call per image). */
+/* Specialized per step when inlined with constant params (weight layout "fast"). */
+static inline __attribute__((always_inline, unused)) void
+qc_hvx_dw_rq_s8_inline(const qc_hvx_dw_params *params, const int8_t *x, int8_t *y) {
+  qc_hvx_dw_rq_s8_core(params, x, y, params->exc.es != NULL);
+}
+
+/* Shared by the steps of a model (weight layout "compact": one copy, a call per image): without exceptions, and
+   with them. */
 static __attribute__((noinline, unused)) void qc_hvx_dw_rq_s8(const qc_hvx_dw_params *params,
                                                               const int8_t *x, int8_t *y) {
-  qc_hvx_dw_rq_s8_inline(params, x, y);
+  qc_hvx_dw_rq_s8_core(params, x, y, 0);
+}
+static __attribute__((noinline, unused)) void qc_hvx_dw_rq_exc_s8(const qc_hvx_dw_params *params,
+                                                                  const int8_t *x, int8_t *y) {
+  qc_hvx_dw_rq_s8_core(params, x, y, 1);
 }
 
 #endif

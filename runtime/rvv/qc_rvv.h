@@ -61,6 +61,8 @@ typedef struct {
   const int32_t *multipliers;
   const int8_t *shifts;
   int32_t multiplier, shift, dbl, zp, lo, hi, bits;
+  const int32_t *es, *ea, *ev; /* the exceptions to the single rounding, or NULL (qc_rvv_except) */
+  int32_t epc;
 } qc_rvv_rq;
 
 /* TOSA apply_scale_32 of the vl int32 lanes of v (multipliers m, shifts s as int64 lanes): p = v * m + round
@@ -84,16 +86,41 @@ QC_RVV_INLINE vint64m8_t qc_rvv_shifts(const qc_rvv_rq *rq, int32_t c0, size_t v
   return rq->multipliers ? vsext_vf8_i64m8(vle8_v_i8m1(rq->shifts + c0, vl), vl) : vmv_v_x_i64m8(rq->shift, vl);
 }
 
+/* q (the requantized lanes of channels c0 .. c0 + vl - 1) with the exceptions to the single rounding applied
+   (docs/semantics.md §14.5; es[c] .. es[c + 1] - 1 index the accumulators ea and values ev of channel c, epc: per
+   channel, else every channel's are es[0] .. es[1] - 1): per exception of the strip's channels, the lanes whose
+   accumulator is its accumulator (and, per channel, the lane of its channel: VID) take its value (VMERGE). One
+   compare when the strip's channels have none. */
+QC_RVV_INLINE vint32m4_t qc_rvv_except(const qc_rvv_rq *rq, vint32m4_t acc, vint32m4_t q, int32_t c0, size_t vl) {
+  const int32_t c1 = c0 + (int32_t)vl;
+  if (rq->epc ? rq->es[c0] == rq->es[c1] : rq->es[0] == rq->es[1]) {
+    return q;
+  }
+  for (int32_t c = rq->epc ? c0 : 0; c < (rq->epc ? c1 : 1); ++c) {
+    for (int32_t e = rq->es[c]; e < rq->es[c + 1]; ++e) {
+      vbool8_t hit = vmseq_vx_i32m4_b8(acc, rq->ea[e], vl);
+      if (rq->epc) {
+        hit = vmand_mm_b8(hit, vmseq_vx_u32m4_b8(vid_v_u32m4(vl), (uint32_t)(c - c0), vl), vl);
+      }
+      q = vmerge_vxm_i32m4(hit, q, rq->ev[e], vl);
+    }
+  }
+  return q;
+}
+
 /* The vl accumulators acc of channels c0.. requantized by rq with their multipliers m and shifts s
    (qc_rvv_multipliers, qc_rvv_shifts of c0: loaded by the caller, which measured fewer instructions than loads
    inside) and stored at y (the output of channel c0): qc_clamp64((int64_t)q + zp, lo, hi) of q = qc_rvv_scale32, for
    lo - zp and hi - zp in int32 (8/16-bit outputs: clamping q to [lo - zp, hi - zp] first gives the same values
-   without overflow), narrowed to rq->bits. */
-QC_RVV_INLINE void qc_rvv_requantize(const qc_rvv_rq *rq, vint32m4_t acc, vint32m4_t m, vint64m8_t s, void *y,
-                                     size_t vl) {
-  const vint32m4_t q = vadd_vx_i32m4(vmin_vx_i32m4(vmax_vx_i32m4(qc_rvv_scale32(acc, m, s, rq->dbl, vl),
-                                                                 rq->lo - rq->zp, vl), rq->hi - rq->zp, vl),
-                                     rq->zp, vl);
+   without overflow), narrowed to rq->bits; the exceptions applied before (qc_rvv_except). */
+QC_RVV_INLINE void qc_rvv_requantize(const qc_rvv_rq *rq, vint32m4_t acc, vint32m4_t m, vint64m8_t s, int32_t c0,
+                                     void *y, size_t vl) {
+  vint32m4_t q = vadd_vx_i32m4(vmin_vx_i32m4(vmax_vx_i32m4(qc_rvv_scale32(acc, m, s, rq->dbl, vl),
+                                                           rq->lo - rq->zp, vl), rq->hi - rq->zp, vl),
+                               rq->zp, vl);
+  if (rq->es) {
+    q = qc_rvv_except(rq, acc, q, c0, vl);
+  }
   if (rq->bits == 8) {
     vse8_v_i8m1((int8_t *)y, vncvt_x_x_w_i8m1(vncvt_x_x_w_i16m2(q, vl), vl), vl);
   } else {
@@ -117,7 +144,7 @@ QC_RVV_INLINE void qc_rvv_requantize_pixel(const qc_rvv_rq *rq, const int32_t *a
     if (zc) {
       a = vsub_vv_i32m4(a, vle32_v_i32m4(zc + c0, vl), vl);
     }
-    qc_rvv_requantize(rq, a, qc_rvv_multipliers(rq, c0, vl), qc_rvv_shifts(rq, c0, vl),
+    qc_rvv_requantize(rq, a, qc_rvv_multipliers(rq, c0, vl), qc_rvv_shifts(rq, c0, vl), c0,
                       (char *)y + c0 * (rq->bits / 8), vl);
     c0 += (int32_t)vl;
   }

@@ -10,7 +10,7 @@ in vectors; else qc_hvx_dot_rows32_s8 gives the sums and the template's store re
 DEPTHWISE_CONV2D of int8 x int8 with weight zero point 0 and multiplier 1: with constant weights and bias and such
 an int8 output, qc_hvx_dw_rq_s8 runs the whole step (any channel count: blocks of 64 lanes zero-padded at plan
 time, or 64 / n neighbouring pixels a block); else, for a multiple of 32 channels, each in-bounds tap of the
-portable loops by qc_hvx_dw_tap_s8. Other steps run the portable loops."""
+portable loops by qc_hvx_dw_tap_s8. FUSED_ELEMENTWISE: elementwise.py. Other steps run the portable loops."""
 
 from __future__ import annotations
 
@@ -20,12 +20,13 @@ import numpy as np
 
 from ...ir.schedule import StepIO
 from ...primitives.geometry import WindowLoops
-from ..conv import ConvStep, Requantization
+from ...primitives.rescale import exception_list
+from ..conv import ConvStep, Requantization, exception_const_arrays
 from ..generic import conv_or_portable, portable
 from ..layouts import row_sums
 from ..names import ArrayNames
 from ..record import ConstArray, KernelChoice, const_array, step_array
-from . import layouts
+from . import elementwise, layouts
 
 FILES = ("hexagon/qc_hvx.h",)
 STEP_ATTRIBUTES = ""
@@ -46,7 +47,8 @@ class DotRows32:
 class ConvRq:
     """form "conv_rq": fn (qc_hvx_conv_rq_s8, or its _inline form) per pixel (VRMPY sums from arrays["starts"],
     requantized to int8 in vectors: arrays["rq"], rq_stride 0 when one set serves every block), the
-    qc_hvx_conv_params fields."""
+    qc_hvx_conv_params fields; the exceptions to the single rounding in arrays["exc_start"], ["exc_channel"],
+    ["exc_acc"], ["exc_value"] when it has any (epc: listed per channel)."""
 
     fn: str
     rows: int
@@ -57,13 +59,14 @@ class ConvRq:
     zp: int
     lo: int
     hi: int
+    epc: bool
 
 
 @dataclass(frozen=True)
 class DepthwiseRq:
     """form "dw_rq": fn (qc_hvx_dw_rq_s8, or its _inline form) per image (arrays["w16"], ["starts"], ["rq"]), the
     qc_hvx_dw_params fields after the arrays (rq_stride 0 when one pair of requantization sets serves every
-    block; the window's from `window`)."""
+    block; the window's from `window`; the exceptions as for ConvRq)."""
 
     fn: str
     n: int
@@ -77,6 +80,7 @@ class DepthwiseRq:
     zp: int
     lo: int
     hi: int
+    epc: bool
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,8 @@ class DepthwiseTap:
 
 
 def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoice:
+    if io.step.op == "FUSED_ELEMENTWISE":
+        return elementwise.choose(io)
     c = conv_or_portable(io)
     if isinstance(c, KernelChoice):
         return c
@@ -107,10 +113,10 @@ def _why_not_conv(c: ConvStep) -> str:
 def vector_rnd(rq: Requantization | None, out_ctype: str) -> int | None:
     """qc_hvx_requant's rnd for `rq` (1: DOUBLE_ROUND, or any rounding with every shift 31; 0: SINGLE_ROUND with
     every shift above 31), None when it does not compute rq exactly: int8 outputs of a 32-bit scale with
-    multipliers in [0, 2^31) and shifts 31..62 (TFLite exponents 0 and below), no exceptions to the single rounding
-    (the template's store compares them)."""
+    multipliers in [0, 2^31) and shifts 31..62 (TFLite exponents 0 and below). Exceptions to the single rounding
+    are applied after the vector store (qc_hvx_except)."""
     if not (rq is not None and out_ctype == "int8_t" and rq.scale32 and -128 <= rq.lo and rq.hi <= 127
-            and 31 <= rq.min_shift and max(rq.shifts) <= 62 and min(rq.multipliers) >= 0 and not rq.exceptions):
+            and 31 <= rq.min_shift and max(rq.shifts) <= 62 and min(rq.multipliers) >= 0):
         return None
     if rq.fn in ("qc_scale32_double", "qc_scale32_double_gt31") or max(rq.shifts) == 31:
         return 1
@@ -125,9 +131,22 @@ def _rq_lanes(rq: Requantization, n: int) -> tuple[np.ndarray, np.ndarray, bool]
     return mults, shifts, rq.fn != "qc_scale32_single"
 
 
-def _kernel(name: str, layout: str) -> str:
-    """The shared kernel, or its _inline form for the weight layout "fast" (specialized per step)."""
-    return f"{name}_inline" if layout == "fast" else name
+def _exception_arrays(rq: Requantization, names: ArrayNames) -> dict[str, ConstArray]:
+    """The exceptions to the single rounding as qc_hvx_exceptions reads them: exception_const_arrays and each
+    exception's channel (exc_channel, in the same order); {} without exceptions."""
+    arrays = exception_const_arrays(rq, names)
+    if arrays:
+        arrays["exc_channel"] = step_array(names, "exc_channel",
+                                           exception_list(rq.exceptions, rq.lo, rq.hi)["exc_channel"])
+    return arrays
+
+
+def _kernel(kind: str, layout: str, rq: Requantization) -> str:
+    """qc_hvx_<kind>_rq_s8: the shared kernel (its copy with the exceptions' code for a step that has any), or its
+    _inline form for the weight layout "fast" (specialized per step)."""
+    if layout == "fast":
+        return f"qc_hvx_{kind}_rq_s8_inline"
+    return f"qc_hvx_{kind}_rq_exc_s8" if rq.exceptions else f"qc_hvx_{kind}_rq_s8"
 
 
 def _conv(c: ConvStep, names: ArrayNames, layout: str) -> KernelChoice | None:
@@ -140,7 +159,7 @@ def _conv(c: ConvStep, names: ArrayNames, layout: str) -> KernelChoice | None:
     reason = f"int8 x int8, weight zero point 0, constant rows of {c.k} elements, {blocks} blocks of 32 rows"
     rnd = vector_rnd(c.rq, c.y.dtype.ctype)
     if rnd is not None and c.bias_abs_max is not None:
-        return _conv_rq(c, names, weights, terms, rnd, reason, _kernel("qc_hvx_conv_rq_s8", layout))
+        return _conv_rq(c, names, weights, terms, rnd, reason, _kernel("conv", layout, c.rq))
     arrays = {"weights": weights}
     if c.izp != 0:
         arrays["zero_point_terms"] = step_array(names, "izp_terms", terms.astype(np.int32))
@@ -155,9 +174,9 @@ def _conv_rq(c: ConvStep, names: ArrayNames, weights: ConstArray, terms: np.ndar
     one_set = not rq.per_channel
     mults, shifts, away = _rq_lanes(rq, layouts.LANES if one_set else c.rows)
     arrays = {"weights": weights, "starts": step_array(names, "starts", layouts.starts(c.bias_per_row(), terms)),
-              "rq": step_array(names, "rq32", layouts.rq32(mults, shifts, away))}
+              "rq": step_array(names, "rq32", layouts.rq32(mults, shifts, away)), **_exception_arrays(rq, names)}
     params = ConvRq(fn, c.rows, c.k, -(-c.rows // layouts.LANES), 0 if one_set else 5 * layouts.LANES, rnd,
-                    rq.output_zp, rq.lo, rq.hi)
+                    rq.output_zp, rq.lo, rq.hi, rq.per_channel)
     return KernelChoice(fn, f"{reason}, constant bias, int8 outputs requantized in vectors "
                         f"({'double' if away else 'single'} rounding, shifts 31..62)", layout="rows32",
                         form="conv_rq", arrays=arrays, params=params, unread=frozenset({1, 2}),
@@ -179,11 +198,12 @@ def _depthwise_rq(c: ConvStep, names: ArrayNames, layout: str) -> KernelChoice |
     tile = copies if rq.per_channel else 1
     arrays = {"w16": step_array(names, "dw_w16", layouts.dw_w16(c.weight_rows(), copies)),
               "starts": step_array(names, "dw_starts", layouts.dw_starts(c.bias_per_row(), copies)),
-              "rq": step_array(names, "dw_rq", layouts.dw_rq(mults, shifts, away, tile))}
+              "rq": step_array(names, "dw_rq", layouts.dw_rq(mults, shifts, away, tile)),
+              **_exception_arrays(rq, names)}
     blocks = -(-c.rows * copies // layouts.DW_BLOCK)
-    fn = _kernel("qc_hvx_dw_rq_s8", layout)
+    fn = _kernel("dw", layout, rq)
     params = DepthwiseRq(fn, c.rows, blocks, copies, 10 * layouts.LANES if rq.per_channel else 0, g, c.izp,
-                         c.pad_value, rnd, rq.output_zp, rq.lo, rq.hi)
+                         c.pad_value, rnd, rq.output_zp, rq.lo, rq.hi, rq.per_channel)
     pixels = f"{copies} pixel{'s' if copies > 1 else ''} a block"
     return KernelChoice(fn, f"int8 x int8, weight zero point 0, multiplier 1, constant weights and "
                         f"bias, {blocks} blocks of 64 lanes ({pixels}), int8 outputs requantized in vectors "

@@ -34,7 +34,7 @@ from ..conv import PATCH_LIMIT, ConvStep, Requantization
 from ..cortex_m_dsp.choice import RQ_FILES, exact_s33, requant_store
 from ..generic import conv_or_portable, portable
 from ..names import ArrayNames
-from ..record import KernelChoice, RequantStore, step_array
+from ..record import EwPart, KernelChoice, RequantStore, step_array
 from . import layouts
 
 HEADER = ("mve/qc_mve.h",)
@@ -109,14 +109,6 @@ class PoolSum:
     """form "pool_sum": fn (qc_mve_pool_sum_s8_s16 / _s32, the sum type of templates/generic/avg_pool2d.c.j2)."""
 
     fn: str
-
-
-@dataclass(frozen=True)
-class EwPart:
-    """One part of an element-wise chain: the C call fn(operands..., constants...) of 4 int32 lanes."""
-
-    fn: str
-    constants: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,8 @@ MAX_DW_TAPS = 4096  # |the zero-point start| + taps 2^14 < 2^30 (vector/_dw_bloc
 class VectorRequantization:
     """The C initializer of a qc_rvv_rq (runtime/rvv/qc_rvv.h) for a FUSED_CONV whose requantization has the vector
     form: per channel (the step's p1_multiplier / p1_shift arrays) or the literal multiplier and shift, rounding
-    (dbl), output zero point, range and bits."""
+    (dbl), output zero point, range and bits; exceptions: the step's p1_exc_* arrays (the exceptions to the single
+    rounding, qc_rvv_except)."""
 
     per_channel: bool
     multiplier: int
@@ -42,18 +43,19 @@ class VectorRequantization:
     lo: int
     hi: int
     bits: int
+    exceptions: bool
 
 
 def vector_requantization(rq: Requantization | None, out_ctype: str) -> VectorRequantization | None:
     """The vector form of rq (qc_rvv_requantize): a 32-bit scale, SINGLE_ROUND or DOUBLE_ROUND with every shift > 31
-    (qc_scale32_double_gt31), outputs of 8 or 16 bits, no exceptions to the single rounding (the scalar store
-    compares them); None when it has none."""
+    (qc_scale32_double_gt31), outputs of 8 or 16 bits, the exceptions to the single rounding applied in vectors
+    (qc_rvv_except); None when it has none."""
     if not (rq and rq.scale32 and rq.fn in ("qc_scale32_single", "qc_scale32_double_gt31")
-            and out_ctype in ("int8_t", "int16_t") and not rq.exceptions):
+            and out_ctype in ("int8_t", "int16_t")):
         return None
     return VectorRequantization(rq.per_channel, rq.multipliers[0], rq.shifts[0],
                                 int(rq.fn == "qc_scale32_double_gt31"), rq.output_zp, rq.lo, rq.hi,
-                                8 if out_ctype == "int8_t" else 16)
+                                8 if out_ctype == "int8_t" else 16, bool(rq.exceptions))
 
 
 @dataclass(frozen=True)
