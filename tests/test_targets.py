@@ -140,8 +140,8 @@ def test_makefile_builds(target, tmp_path):
 @pytest.mark.parametrize("level", ["-O0", "-Og", "-Os", "-O1"])
 def test_debug_builds(target, level, tmp_path):
     """Other optimization levels of a firmware build (-Og, -Os, -O1: GCC's register allocation around the kernels'
-    asm differs per level; -O0): the model compiles with the target's other flags, or (-O0, Cortex-M: the kernels' asm needs every core register) stops at the message naming the levels
-    to use."""
+    asm differs per level; -O0): the model compiles with the target's other flags, or (-O0, Cortex-M: the kernels'
+    asm needs every core register) stops at the message naming the levels to use."""
     _, model = _example_model("mobilenet_like", tmp_path, target)
     flags = [f for f in target.cflags if not f.startswith("-O")] + [level]
     sources = [str(f) for f in model.sources]  # the model's and its runtime kernel files

@@ -3,11 +3,14 @@ operands as the schedule holds them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Container
+
 from .. import primitives
 from ..ir.schedule import StepIO
+from ..primitives.fused import part_ios
 from .conv import ConvStep, conv_step
 from .names import ArrayNames
-from .record import KernelChoice
+from .record import EwPart, KernelChoice
 
 STEP_ATTRIBUTES = ""
 
@@ -18,6 +21,20 @@ def portable(io: StepIO, reason: str = "portable C99 loops", **fields) -> Kernel
     if io.step.op == "FUSED_CONV":
         template = primitives.get(io.attrs["parts"][0].op).template
     return KernelChoice(f"c:{template.removesuffix('.c.j2')}", reason, **fields)
+
+
+def vector_parts(io: StepIO, ctypes: Container[str], part: Callable[[StepIO], EwPart | None],
+                 forms: str) -> tuple[EwPart, ...] | KernelChoice:
+    """The parts of an element-wise chain in a vector family's exact forms (`part`: one part's form or None), or the
+    portable choice with the reason it may not: an operand not a signed integer of `ctypes`, or a part without a
+    form (`forms` says which there are)."""
+    if not (io.outs[0].dtype.ctype in ctypes and all(
+            b.dtype.ctype in ctypes and b.dtype.name.startswith("i") and not b.dtype.is_packed for b in io.ins)):
+        return portable(io, "operands not all signed 8, 16 or 32-bit integers")
+    parts = tuple(part(p) for p in part_ios(io))
+    if any(p is None for p in parts):
+        return portable(io, f"a part without an exact vector form ({forms})")
+    return parts
 
 
 def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoice:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...ir.schedule import StepIO
-from ...primitives.fused import part_context, part_ios
-from ..generic import portable
+from ...primitives.fused import part_context
+from ..generic import vector_parts
 from ..record import EwPart, KernelChoice
 
 FILES = ("hexagon/qc_hvx.h", "hexagon/qc_hvx_ew.h")
@@ -65,15 +65,11 @@ def _part(part: StepIO) -> EwPart | None:
 
 
 def choose(io: StepIO) -> KernelChoice:
-    if not (io.outs[0].dtype.ctype in BYTES and all(
-            b.dtype.ctype in BYTES and b.dtype.name.startswith("i") and not b.dtype.is_packed for b in io.ins)):
-        return portable(io, "operands not all signed 8, 16 or 32-bit integers")
-    parts = [_part(p) for p in part_ios(io)]
-    exact = [p for p in parts if p is not None]
-    if len(exact) < len(parts):
-        return portable(io, "a part without an exact vector form (RESCALE: per tensor, 32-bit scale, shifts 31..62 "
-                        "or a power-of-two multiplier with a shift of 1..30; CLAMP; int32 ADD, SUB)")
+    parts = vector_parts(io, BYTES, _part, "RESCALE: per tensor, 32-bit scale, shifts 31..62 or a power-of-two "
+                         "multiplier with a shift of 1..30; CLAMP; int32 ADD, SUB")
+    if isinstance(parts, KernelChoice):
+        return parts
     params = Elementwise(io.outs[0].size, tuple(BYTES[b.dtype.ctype] for b in io.ins), BYTES[io.outs[0].dtype.ctype],
-                         tuple(exact))
+                         parts)
     return KernelChoice("qc_hvx_ew", "exact vector forms of every part, 128 elements an iteration (4 x 32 int32 "
                         "lanes)", form="ew_vector", params=params, files=FILES)

@@ -28,11 +28,11 @@ import numpy as np
 
 from ... import primitives
 from ...ir.schedule import StepIO
-from ...primitives.fused import part_context, part_ios
+from ...primitives.fused import part_context
 from ...primitives.geometry import WindowLoops
 from ..conv import PATCH_LIMIT, ConvStep, Requantization
 from ..cortex_m_dsp.choice import RQ_FILES, exact_s33, requant_store
-from ..generic import conv_or_portable, portable
+from ..generic import conv_or_portable, portable, vector_parts
 from ..names import ArrayNames
 from ..record import EwPart, KernelChoice, RequantStore, step_array
 from . import layouts
@@ -325,15 +325,12 @@ def _ew_part(part: StepIO) -> EwPart | None:
 
 
 def _elementwise(io: StepIO) -> KernelChoice:
-    if not (io.outs[0].dtype.ctype in _EW_TYPES and all(
-            b.dtype.ctype in _EW_TYPES and b.dtype.name.startswith("i") and not b.dtype.is_packed for b in io.ins)):
-        return portable(io, "operands not all signed 8, 16 or 32-bit integers")
-    parts = [_ew_part(p) for p in part_ios(io)]
-    if any(p is None for p in parts):
-        return portable(io, "a part without an exact vector form (RESCALE: per tensor, 32-bit scale, shifts 32..62 "
-                        "or a power-of-two multiplier; CLAMP; int32 ADD, SUB)")
+    parts = vector_parts(io, _EW_TYPES, _ew_part, "RESCALE: per tensor, 32-bit scale, shifts 32..62 or a "
+                         "power-of-two multiplier; CLAMP; int32 ADD, SUB")
+    if isinstance(parts, KernelChoice):
+        return parts
     params = Elementwise(tuple(f"qc_mve_ew_load_{_EW_TYPES[b.dtype.ctype]}" for b in io.ins),
-                         tuple(p for p in parts if p is not None),
+                         parts,
                          f"qc_mve_ew_store_{_EW_TYPES[io.outs[0].dtype.ctype]}")
     return KernelChoice("qc_mve_ew", "exact vector forms of every part, 4 lanes, tail-predicated", form="ew_vector",
                         params=params, files=HEADER)
