@@ -294,42 +294,6 @@ static __attribute__((noinline)) void qc_dsp_dwr_pairs(const int16_t *r0, int32_
                    : "cc", "memory");
 }
 
-/* Stride 2: the sums of output pixels q = 0 .. 2 pairs - 1 of one row, pixel q's window plane[2 q + k pw + j]
-   (r0: the row's first plane row). Per pair and kernel row: LDRD of (x[2q], x[2q + 1]) and (x[2q + 2], x[2q + 3]),
-   then p0 += x[2q] w0 + x[2q + 1] w1 (SMLAD, wa) + x[2q + 2] w2 (SMLABT, wb), p1 += x[2q + 2] w0 + x[2q + 3] w1
-   (SMLAD, wa), LDR of (x[2q + 4], x[2q + 5]) into the first loaded word and p1 += x[2q + 4] w2 (SMLABT, wb):
-   18 instructions per 18 MACs, the loop as qc_dsp_dwr_pairs'. Exact as qc_dsp_dwr_pairs. */
-#define QC_DSP_DWR_KROW2(r, wb, lo0, lo1)                                                                           \
-  "ldrd %[l0], %[l1], [%[" r "]], #8\n\t"                                                                        \
-  lo0 "\n\t"                                                                                                      \
-  "smlabt %[p0], %[l1], %[" wb "], %[p0]\n\t"                                                                    \
-  lo1 "\n\t"                                                                                                      \
-  "ldr %[l0], [%[" r "]]\n\t"                                                                                    \
-  "smlabt %[p1], %[l0], %[" wb "], %[p1]\n\t"
-#define QC_DSP_DWR_KROW2_NEXT(r, wa, wb)                                                                            \
-  QC_DSP_DWR_KROW2(r, wb, "smlad %[p0], %[l0], %[" wa "], %[p0]", "smlad %[p1], %[l1], %[" wa "], %[p1]")
-static __attribute__((noinline)) void qc_dsp_dwr_pairs2(const int16_t *r0, int32_t pw, int32_t *a,
-                                                        int32_t pairs, const int32_t *w) {
-  const int16_t *r1 = r0 + pw, *r2 = r0 + 2 * pw;
-  uint32_t l0, l1;
-  int32_t p0 = (int32_t)(uintptr_t)(a + 2 * pairs), p1;  /* (the end, pushed: all 14 registers are taken) */
-  __asm__ volatile("push {%[p0]}\n"
-                   "1:\n\t"
-                   QC_DSP_DWR_KROW2("r0", "wb0", "smuad %[p0], %[l0], %[wa0]", "smuad %[p1], %[l1], %[wa0]")
-                   QC_DSP_DWR_KROW2_NEXT("r1", "wa1", "wb1")
-                   QC_DSP_DWR_KROW2_NEXT("r2", "wa2", "wb2")
-                   "strd %[p0], %[p1], [%[a]], #8\n\t"
-                   "ldr %[p0], [sp]\n\t"
-                   "cmp %[a], %[p0]\n\t"
-                   "bne 1b\n\t"
-                   "add sp, sp, #4"
-                   : [r0] "+r"(r0), [r1] "+r"(r1), [r2] "+r"(r2), [a] "+r"(a), [l0] "=&r"(l0), [l1] "=&r"(l1),
-                     [p0] "+r"(p0), [p1] "=&r"(p1)
-                   : [wa0] "r"(w[1]), [wb0] "r"(w[2]), [wa1] "r"(w[3]), [wb1] "r"(w[4]), [wa2] "r"(w[5]),
-                     [wb2] "r"(w[6])
-                   : "cc", "memory");
-}
-
 /* The constants of a channel's outputs (qc_dsp_dwr_outs): its start, requantization pair {m, s}, zp2p1, the clamp
    lo, hi, the channel c and the pixel stride n (the channels), the exceptions' arrays. */
 typedef struct {
@@ -374,13 +338,13 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr_out(const qc_dsp_dw
                    : [a] "+r"(a), [y] "+r"(y), [r] "+r"(rows), [k] "=&r"(k), [v0] "=&r"(v0), [v1] "=&r"(v1),       \
                      [t] "=&r"(t)                                                                                 \
                    : [st] "r"(L.start), [m] "r"(L.q[0]), [s] "r"(L.q[1]), [zp] "r"(L.zp2p1), [n] "r"(n),          \
-                     [pp] "r"(ow >> 1), [skip] "r"(4 * (ap - ow))                                                  \
+                     [pp] "r"(ow >> 1), [skip] "r"(4 * (pw - ow))                                                  \
                    : "cc", "memory")
 
-/* The outputs of one channel's sums of a band (qc_dsp_dwr_pairs: `rows` rows of ow sums, ap apart) at y (the
+/* The outputs of one channel's sums of a band (qc_dsp_dwr_pairs: `rows` rows of ow sums, pw apart) at y (the
    channel's first output; the next pixel's n further), C copied into locals: the int8 stores could alias it. */
 static inline __attribute__((always_inline)) void qc_dsp_dwr_outs(const qc_dsp_dwr_channel *C, const int32_t *a,
-    int8_t *y, int32_t rows, int32_t ow, int32_t ap, int mode, int pc, int clamp) {
+    int8_t *y, int32_t rows, int32_t ow, int32_t pw, int mode, int pc, int clamp) {
   const qc_dsp_dwr_channel L = *C;
   const int32_t n = L.n;
   if (mode == 3 && !clamp && ow >= 2) {
@@ -393,7 +357,7 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr_outs(const qc_dsp_d
     }
     return;
   }
-  for (int32_t r = 0; r < rows; ++r, a += ap - ow) {
+  for (int32_t r = 0; r < rows; ++r, a += pw - ow) {
     const int32_t *end = a + (ow & ~1);
     for (; a != end; a += 2, y += 2 * n) {
       const int32_t v0 = a[0] + L.start, v1 = a[1] + L.start;
@@ -409,26 +373,23 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr_outs(const qc_dsp_d
 
 /* qc_dsp_dwr_s8_<rq> (qc_cm_dsp.h): per band of nb output rows, the pad values in the planes of 4 channels,
    then per block of 4 channels their input rows widened into them (input column j of row r at
-   plane[r pw + pl + j]; stride 1: a window reaching past its row's end reads the next row's first columns, pad
-   values: pw >= ow + 2 - pl; stride 2: pw >= 2 ow + 2, the windows inside their row and the last pair's reads, up
-   to 2 ow + 3, inside the plane), and per channel the sums of the band's pixels in pairs (stride 2: per output
-   row, ap = ow rounded up to even sums a row), then its outputs (outs: the variant's qc_dsp_dwr_outs), start + sum
-   requantized (|start + sum| is the accumulator, which the kernel choice
+   plane[r pw + pl + j]; a window reaching past its row's end reads the next row's first columns, pad values:
+   pw >= ow + 2 - pl), and per channel the sums of the band's pixels in pairs, then its outputs (outs: the
+   variant's qc_dsp_dwr_outs), start + sum requantized (|start + sum| is the accumulator, which the kernel choice
    bounds below 2^31, 2^30 doubled). */
 static inline __attribute__((always_inline)) void qc_dsp_dwr(const qc_dsp_dwr_params *P, const int8_t *x, int8_t *y,
     int16_t *plane, int32_t *acc, int pc,
     void (*outs)(const qc_dsp_dwr_channel *, const int32_t *, int8_t *, int32_t, int32_t, int32_t)) {
   const int32_t n = P->n, ih = P->ih, iw = P->iw, oh = P->oh, ow = P->ow, pw = P->pw, pl = P->pl, nb = P->nb;
-  const int32_t st = P->s, len = (st * (nb - 1) + 3) * pw + 4, planes = n < 4 ? n : 4;
-  const int32_t ap = st == 1 ? pw : ow + (ow & 1);  /* the sums' row pitch */
+  const int32_t len = (nb + 2) * pw + 4, planes = n < 4 ? n : 4;
   const int16_t pad = (int16_t)P->pad;
   qc_dsp_dwr_channel C = {0, {0, 0}, P->zp2p1, {P->lo, P->hi}, 0, n, P->exc_start, P->exc_acc, P->exc_value};
   for (int32_t b0 = 0; b0 < oh; b0 += nb) {
-    const int32_t rows = oh - b0 < nb ? oh - b0 : nb, iy0 = st * b0 - P->pt, prows = st * (rows - 1) + 3;
-    const int32_t r_lo = iy0 < 0 ? -iy0 : 0, r_hi = ih - iy0 < prows ? ih - iy0 : prows;
+    const int32_t rows = oh - b0 < nb ? oh - b0 : nb, iy0 = b0 - P->pt;
+    const int32_t r_lo = iy0 < 0 ? -iy0 : 0, r_hi = ih - iy0 < rows + 2 ? ih - iy0 : rows + 2;
     for (int32_t i = 0; i < planes; ++i) {  /* the pad values: all but the input rows' input columns */
       int16_t *p = plane + i * len;
-      for (int32_t r = 0; r < prows; ++r, p += pw) {
+      for (int32_t r = 0; r < rows + 2; ++r, p += pw) {
         const int32_t in = r >= r_lo && r < r_hi, left = in ? pl : pw;
         for (int32_t j = 0; j < left; ++j) {
           p[j] = pad;
@@ -465,14 +426,8 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr(const qc_dsp_dwr_pa
         C.start = w[0];
         C.q[0] = rq[0];
         C.q[1] = rq[1];
-        if (st == 1) {
-          qc_dsp_dwr_pairs(plane + i * len, pw, acc, ((rows - 1) * pw + ow + 1) / 2, w);
-        } else {
-          for (int32_t r = 0; r < rows; ++r) {
-            qc_dsp_dwr_pairs2(plane + i * len + 2 * r * pw, pw, acc + r * ap, ap / 2, w);
-          }
-        }
-        outs(&C, acc, y + b0 * ow * n + c0 + i, rows, ow, ap);
+        qc_dsp_dwr_pairs(plane + i * len, pw, acc, ((rows - 1) * pw + ow + 1) / 2, w);
+        outs(&C, acc, y + b0 * ow * n + c0 + i, rows, ow, pw);
       }
     }
   }
@@ -480,8 +435,8 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr(const qc_dsp_dwr_pa
 
 #define QC_DSP_DWR_DEFINE(RQ, MODE, PC, CLAMP, A)                                                                  \
   static __attribute__((noinline)) void qc_dsp_dwr_outs_##RQ(const qc_dsp_dwr_channel *C, const int32_t *a,     \
-                                                             int8_t *y, int32_t rows, int32_t ow, int32_t ap) {  \
-    qc_dsp_dwr_outs(C, a, y, rows, ow, ap, QC_DSP_DW_MODE(MODE), PC, CLAMP);                                       \
+                                                             int8_t *y, int32_t rows, int32_t ow, int32_t pw) {  \
+    qc_dsp_dwr_outs(C, a, y, rows, ow, pw, QC_DSP_DW_MODE(MODE), PC, CLAMP);                                       \
   }                                                                                                                \
   void qc_dsp_dwr_s8_##RQ(const qc_dsp_dwr_params *P, const int8_t *x, int8_t *y, int16_t *plane, int32_t *acc) { \
     qc_dsp_dwr(P, x, y, plane, acc, PC, qc_dsp_dwr_outs_##RQ);                                                     \

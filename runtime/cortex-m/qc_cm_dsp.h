@@ -86,21 +86,19 @@ QC_DSP_RQ_EXC_VARIANTS(QC_DSP_DW_DECLARE, dw)
    the int16 pairs (w[ky][0] | w[ky][1] << 16), (w[ky][1] | w[ky][2] << 16) (qcodegen/kernels/cortex_m_dsp/
    layouts.py dsp_dw_rows); rq, zp2p1, lo, hi, exc_*: as qc_dsp_dw_params; n: the channels; ih, iw, oh, ow: the
    input and output rows and columns; pt, pl: the top and left padding; pad: the value a tap outside the input
-   reads; nb: the output rows of a band (the scratch: a plane of (s (nb - 1) + 3) x pw int16 + 4, 4-byte aligned,
-   and the band's int32 sums, qcodegen/kernels/cortex_m_dsp/choice.py _dw_rows_lengths); pw: the plane's row
-   length (even, >= pl + iw; stride 1: >= ow + 2 - pl, stride 2: >= 2 ow + 2); s: the stride (1 or 2). */
+   reads; nb: the output rows of a band (the scratch: a plane of (nb + 2) x pw int16, 4-byte aligned, and nb x ow
+   int32 sums); pw: the plane's row length (even, >= pl + iw, >= ow + 3). */
 typedef struct {
   const int32_t *w, *rq;
-  int32_t n, ih, iw, oh, ow, pt, pl, pad, nb, pw, s, zp2p1, lo, hi;
+  int32_t n, ih, iw, oh, ow, pt, pl, pad, nb, pw, zp2p1, lo, hi;
   const int32_t *exc_start, *exc_acc, *exc_value;
 } qc_dsp_dwr_params;
 
-/* dwr_s8_<rq>: a 3x3 depthwise convolution (stride 1 or 2, dilation 1, multiplier 1) of one image x [ih][iw][n] into
+/* dwr_s8_<rq>: a 3x3 depthwise convolution (stride and dilation 1, multiplier 1) of one image x [ih][iw][n] into
    y [oh][ow][n] (int8, requantized as qc_dsp_rq8), channel by channel over bands of nb output rows: the band's
    input rows of the channel widened into the plane (int16, pad values around the input), the sums of pixel pairs
-   from it (SMUAD/SMLAD/SMLATB/SMLABT over (x[c-1], x[c]), (x[c+1], x[c+2]) and the kernel row's weight pairs;
-   stride 2: over (x[c-1], x[c]), (x[c+1], x[c+2]), (x[c+3], x[c+4])), then the outputs. plane, acc: the scratch
-   (qc_dsp_dwr_params). */
+   from it (SMUAD/SMLAD/SMLATB/SMLABT over (x[c-1], x[c]), (x[c+1], x[c+2]) and the kernel row's weight pairs),
+   then the outputs. plane, acc: the scratch (qc_dsp_dwr_params). */
 #define QC_DSP_DWR_DECLARE(RQ, MODE, PC, CLAMP, A)                                                                 \
   void qc_dsp_dwr_s8_##RQ(const qc_dsp_dwr_params *P, const int8_t *x, int8_t *y, int16_t *plane, int32_t *acc);
 QC_DSP_RQ_VARIANTS(QC_DSP_DWR_DECLARE, dwr)

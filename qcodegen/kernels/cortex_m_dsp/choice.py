@@ -39,9 +39,6 @@ DW_FILES = RQ_FILES + ("cortex-m/qc_cm_dsp.h", "cortex-m/qc_cm_dsp.c")
 STEP_ATTRIBUTES = "__attribute__((noinline))"
 FIXED_GROUPS = 10  # rows of at most this many groups of 4 elements get a fully unrolled qc_dsp_conv_3px_*_g<n>
 MAX_RELAID_ROW = 2048  # the longest row the DSP dot kernels take (the stack buffer of widened inputs: 4 KiB)
-# qc_dsp_dwr_pairs2 (stride 2, GCC 12 -O2): instructions per pair of outputs, and per output row (its call: the
-# caller's loop, the callee's saves, weight loads and restores)
-DW_ROWS_PAIR2, DW_ROWS_ROW2 = 22, 22
 DW_ROWS_SCRATCH = 4096  # bytes of qc_dsp_dwr_*'s stack scratch (a band's plane of int16 and its int32 sums)
 
 
@@ -164,11 +161,11 @@ class Depthwise:
 
 @dataclass(frozen=True)
 class DwRows:
-    """form "dw_rows": fn (qc_dsp_dwr_s8_<rq>) over one image of the step's geometry g (3x3, stride 1 or 2,
-    dilation 1): per band of nb output rows and block of 4 channels, the input rows widened into a plane of
-    (s (nb - 1) + 3) x pw int16 per channel (4 trailing pad values after each), then channel by channel the
-    pixels' sums (acc_len int32) and outputs; plane_len: the planes' int16; pad: the value a tap outside the input
-    reads; zp2p1, lo, hi: as Depthwise."""
+    """form "dw_rows": fn (qc_dsp_dwr_s8_<rq>) over one image of the step's geometry g (3x3, stride and dilation
+    1): per band of nb output rows and block of 4 channels, the input rows widened into a plane of (nb + 2) x pw
+    int16 per channel (4 trailing pad values after each), then channel by channel the pixels' sums (acc_len int32)
+    and outputs; plane_len: the planes' int16; pad: the value a tap outside the input reads; zp2p1, lo, hi: as
+    Depthwise."""
 
     fn: str
     g: WindowLoops
@@ -364,19 +361,17 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
 
 
 def _dw_rows_plan(c: ConvStep) -> tuple[int, int] | None:
-    """(pw, nb) of qc_dsp_dwr_* for a 3x3 window of stride 1 or 2 and dilation 1 (None: another shape, no band of
-    one row fits DW_ROWS_SCRATCH, or the estimate of its instructions is not below the dw_table kernels'): the plane's
-    row length pw, even (its rows 4-byte aligned for LDRD), holding the left padding and the input row (pl + iw), and
-    long enough that (stride 1) a window reaching past its row's end reads the next row's left padding (ow + 2 - pl),
-    (stride 2) the windows stay in their row and the last pair's reads in the plane (2 ow + 2); nb: the output rows
-    of a band."""
+    """(pw, nb) of qc_dsp_dwr_* for a 3x3 window of stride and dilation 1 (None: another shape, no band of one row
+    fits DW_ROWS_SCRATCH, or the estimate of its instructions is not below the dw_table kernels'): the plane's row
+    length pw, even (its rows 4-byte aligned for LDRD), holding the
+    left padding and the input row (pl + iw), and long enough that a window reaching past its row's end reads the
+    next row's left padding (ow + 2 - pl); nb: the output rows of a band."""
     g = c.window
-    if ((g.kh, g.kw, g.dy, g.dx) != (3, 3, 1, 1) or g.sy != g.sx or g.sy not in (1, 2)
-            or not -128 <= c.pad_value <= 127):
+    if (g.kh, g.kw, g.sy, g.sx, g.dy, g.dx) != (3, 3, 1, 1, 1, 1) or not -128 <= c.pad_value <= 127:
         return None
-    pw = max(g.pl + g.iw, g.ow + 2 - g.pl if g.sy == 1 else 2 * g.ow + 2)
+    pw = max(g.pl + g.iw, g.ow + 2 - g.pl)
     pw += pw % 2
-    fits = [nb for nb in range(1, g.oh + 1) if _dw_rows_lengths(pw, nb, g)[2] <= DW_ROWS_SCRATCH]
+    fits = [nb for nb in range(1, g.oh + 1) if _dw_rows_lengths(pw, nb, g.ow, g.c)[2] <= DW_ROWS_SCRATCH]
     if not fits or _dw_rows_cost(g, pw, max(fits)) >= _dw_table_cost(g):
         return None
     return pw, max(fits)
@@ -385,20 +380,16 @@ def _dw_rows_plan(c: ConvStep) -> tuple[int, int] | None:
 def _dw_rows_cost(g: WindowLoops, pw: int, nb: int) -> int:
     """Estimated instructions of qc_dsp_dwr_* on one image, counted from its loops (GCC 12 -O2, Cortex-M4): per band
     and block of 4 channels the widening (11 per input pixel, 10 per input row), per channel the pairs' sums (19
-    per pair of flat pixels; stride 2: DW_ROWS_PAIR2 per pair of a row's outputs, DW_ROWS_ROW2 per row), the
-    outputs (9 per output, 5 per row, 9 more per row when rows are odd: the last pixel alone) and 70 for the
-    channel's constants and calls (fitted: DS-CNN's and MobileNetV1's measured steps are within -6% .. +3% of the
-    estimate)."""
+    per pair of flat pixels), the outputs (9 per output, 5 per row, 9 more per row when rows are odd: the last
+    pixel alone) and 70 for the channel's constants and calls (fitted: DS-CNN's and MobileNetV1's measured steps are
+    within -6% .. +3% of the estimate)."""
     cost = 0
     for b0 in range(0, g.oh, nb):
-        rows, iy0 = min(nb, g.oh - b0), g.sy * b0 - g.pt
-        in_rows = min(g.sy * (rows - 1) + 3, g.ih - iy0) - max(0, -iy0)
+        rows, iy0 = min(nb, g.oh - b0), b0 - g.pt
+        in_rows = min(rows + 2, g.ih - iy0) - max(0, -iy0)
+        pairs = ((rows - 1) * pw + g.ow + 1) // 2
         cost += -(-g.c // 4) * in_rows * (11 * g.iw + 10)
-        if g.sy == 1:
-            sums = 19 * (((rows - 1) * pw + g.ow + 1) // 2)
-        else:
-            sums = rows * (DW_ROWS_PAIR2 * ((g.ow + 1) // 2) + DW_ROWS_ROW2)
-        cost += g.c * (sums + 9 * rows * g.ow + (14 if g.ow % 2 else 5) * rows + 70)
+        cost += g.c * (19 * pairs + 9 * rows * g.ow + (14 if g.ow % 2 else 5) * rows + 70)
     return cost
 
 
@@ -411,26 +402,25 @@ def _dw_table_cost(g: WindowLoops) -> int:
     return g.c * (27 * outputs + 9 * (outputs - interior))
 
 
-def _dw_rows_lengths(pw: int, nb: int, g: WindowLoops) -> tuple[int, int, int]:
+def _dw_rows_lengths(pw: int, nb: int, ow: int, channels: int) -> tuple[int, int, int]:
     """(plane_len, acc_len, bytes) of qc_dsp_dwr_*'s scratch: per channel of a block (4, or fewer when the step has
-    fewer) the band's s (nb - 1) + 3 plane rows and 4 trailing values (stride 1: the last pair's window reads 2
-    past the last row's end), and the sums: stride 1, of every pair of the band's flat pixels; stride 2, nb rows of
-    ow rounded up to even."""
-    plane_len = ((g.sy * (nb - 1) + 3) * pw + 4) * min(g.c, 4)
-    acc_len = ((nb - 1) * pw + g.ow + 1) // 2 * 2 if g.sy == 1 else nb * (g.ow + g.ow % 2)
+    fewer) nb + 2 plane rows and 4 trailing values (the last pair's window reads 2 past the last row's end), and
+    the sums of every pair of the band's flat pixels."""
+    plane_len = ((nb + 2) * pw + 4) * min(channels, 4)
+    acc_len = ((nb - 1) * pw + ow + 1) // 2 * 2
     return plane_len, acc_len, 2 * plane_len + 4 * acc_len
 
 
 def _dw_rows(c: ConvStep, names: ArrayNames, mode: int, plan: tuple[int, int], reason: str) -> KernelChoice:
     assert c.rq is not None
     g, (pw, nb) = c.window, plan
-    plane_len, acc_len, scratch = _dw_rows_lengths(pw, nb, g)
+    plane_len, acc_len, scratch = _dw_rows_lengths(pw, nb, g.ow, g.c)
     arrays = {"w": step_array(names, "dw_rows", layouts.dsp_dw_rows(c.weight_rows(), c.bias_per_row(), c.izp,
                                                                     2 if mode == 2 else 1)),
               "rq": step_array(names, f"rq{mode}", _rq_pairs(c.rq, mode)), **exception_const_arrays(c.rq, names)}
     params = DwRows(f"qc_dsp_dwr_s8_{_rq_name(c.rq, mode)}", g, c.pad_value, nb, pw, plane_len, acc_len,
                     2 * c.rq.output_zp + 1, c.rq.lo, c.rq.hi)
-    reason += (f", int8 outputs of an exact 32-bit requantization (shifts >= 33); 3x3, stride {g.sy}, dilation 1: "
+    reason += (f", int8 outputs of an exact 32-bit requantization (shifts >= 33); 3x3, stride and dilation 1: "
                f"channel by channel over int16 planes, bands of {nb} output rows, {scratch} B of stack")
     return KernelChoice(params.fn, reason, "dsp_dw_rows", "dw_rows", arrays, params, frozenset({1, 2}),
                         step_constants=False, files=DW_FILES)
