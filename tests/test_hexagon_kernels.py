@@ -88,7 +88,7 @@ def _requant_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
         shifts = np.maximum(shifts, low) if low == 32 else np.full_like(shifts, 31) if rounding == "single_round" \
             else shifts
         acc = np.where(shifts == 31, np.clip(acc, -(1 << 30), (1 << 30) - 1), acc)  # TOSA REQUIRE at shift 31
-        rq = prog.array("int32_t", layouts.rq32(mults, shifts, rounding == "double_round"))
+        rq = prog.array("int32_t", layouts.rq32(mults, shifts))
         rnd = int(rounding == "double_round" or low == 31)
         for zp, lo, hi, n, out in ((0, *INT32, 32, "int32_t"), (-5, -128, 127, 32, "int8_t"),
                                    (100, 100, 127, 19, "int8_t")):
@@ -96,7 +96,7 @@ def _requant_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
             want = want.reshape(16, 32)[:, :n]
             prog.check(f"  {out} r[{16 * n}];\n  for (int32_t b = 0; b < 16; ++b) {{\n    HVX_Vector a;\n"
                        f"    __builtin_memcpy(&a, {prog.array('int32_t', acc)} + 32 * b, 128);\n"
-                       f"    const HVX_Vector q = qc_hvx_requant(a, {rq} + 160 * b, {rnd}, Q6_V_vsplat_R({zp}), "
+                       f"    const HVX_Vector q = qc_hvx_requant(a, {rq} + 64 * b, {rnd}, Q6_V_vsplat_R({zp}), "
                        f"Q6_V_vsplat_R({lo}), Q6_V_vsplat_R({hi}));\n"
                        + ("    __builtin_memcpy(r + 32 * b, &q, 128);\n" if out == "int32_t" else
                           f"    qc_hvx_store_h8(Q6_Vh_vpacke_VwVw(Q6_V_vzero(), q), r + {n} * b, {n});\n")
@@ -124,14 +124,13 @@ def _scales(rng: np.random.Generator, channels: int, per_channel: bool, rounding
     return (rng.integers(1 << 30, 1 << 31, count).tolist(), rng.integers(40, 45, count).tolist())
 
 
-def _rq_vectors(prog: KernelProgram, mults: list, shifts: list, rounding: str, lanes: int, copies: int = 1) -> str:
+def _rq_vectors(prog: KernelProgram, mults: list, shifts: list, lanes: int, copies: int = 1) -> str:
     """The kernel's requantization vectors: one set (per tensor, repeated over `lanes`) or per channel (depthwise:
     `copies` pixels a block)."""
-    away = rounding == "double_round"
     m, s = (np.resize(mults, lanes), np.resize(shifts, lanes)) if len(mults) == 1 else (mults, shifts)
     if lanes == layouts.LANES:
-        return prog.array("int32_t", layouts.rq32(np.asarray(m), np.asarray(s), away))
-    return prog.array("int32_t", layouts.dw_rq(np.asarray(m), np.asarray(s), away, copies if len(mults) > 1 else 1))
+        return prog.array("int32_t", layouts.rq32(np.asarray(m), np.asarray(s)))
+    return prog.array("int32_t", layouts.dw_rq(np.asarray(m), np.asarray(s), copies if len(mults) > 1 else 1))
 
 
 
@@ -191,8 +190,8 @@ def _conv_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
         terms = izp * w.sum(axis=1)
         blocks = -(-rows // layouts.LANES)
         params = (f"{prog.array('int8_t', layouts.rows32(w))}, {prog.array('int32_t', layouts.starts(bias, terms))}, "
-                  f"{_rq_vectors(prog, mults, shifts, rounding, layouts.LANES)}, {k}, {blocks}, {rows}, "
-                  f"{5 * 32 if per_channel else 0}, {int(rounding == 'double_round')}, {zp}, {lo}, 127, {exc}")
+                  f"{_rq_vectors(prog, mults, shifts, layouts.LANES)}, {k}, {blocks}, {rows}, "
+                  f"{2 * 32 if per_channel else 0}, {int(rounding == 'double_round')}, {zp}, {lo}, 127, {exc}")
         xs = prog.array('int8_t', x)
         _check_forms(prog, "conv", params, want,
                      lambda fn, xs=xs, k=k, rows=rows: f"for (int32_t p = 0; p < 3; ++p) {fn}(&q, {xs} + p * {k}, "
@@ -222,11 +221,11 @@ def _dw_rq_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
         want = rescale(acc, mults, shifts, rounding, -7, -128, 127)
         exc, want = _exceptions(prog, acc, want, per_channel, -128, 127, rng) if case % 2 else (NO_EXCEPTIONS, want)
         oh, ow = acc.shape[1:3]
-        fields = [c, -(-c * copies // 64), copies, 10 * 32 if per_channel else 0, 3, 3, *hw, oh, ow, *stride,
+        fields = [c, -(-c * copies // 64), copies, 4 * 32 if per_channel else 0, 3, 3, *hw, oh, ow, *stride,
                   *dilation, pad[0], pad[2], izp, pad_value, int(rounding == "double_round"), -7, -128, 127, exc]
         params = (f"{prog.array('int16_t', layouts.dw_w16(w.reshape(9, c), copies))}, "
                   f"{prog.array('int32_t', layouts.dw_starts(bias, copies))}, "
-                  f"{_rq_vectors(prog, mults, shifts, rounding, 2 * layouts.LANES, copies)}, "
+                  f"{_rq_vectors(prog, mults, shifts, 2 * layouts.LANES, copies)}, "
                   f"{', '.join(map(str, fields))}")
         xs = prog.array('int8_t', x)
         _check_forms(prog, "dw", params, want, lambda fn, xs=xs: f"{fn}(&q, {xs}, r);", case % 2)
@@ -273,11 +272,11 @@ def _ew_rescale_cases(prog: KernelProgram, rng: np.random.Generator) -> None:
             if m == 1 << 30 and s > 31:
                 a[:64] = (2 * rng.integers(-(1 << 9), 1 << 9, 64) + 1) << (s - 31)  # ties
             single = rounding == "single_round"
-            rnd, adj = int(not (single and s > 31)), -int(not single and s > 31)
-            _ew_lanes(prog, a, f"qc_hvx_ew_rescale(v, 0, {m}, {s - 31}, {rnd}, {adj}, 0, INT32_MIN, INT32_MAX)",
+            rnd = int(not (single and s > 31))
+            _ew_lanes(prog, a, f"qc_hvx_ew_rescale(v, 0, {m}, {s - 31}, {rnd}, 0, INT32_MIN, INT32_MAX)",
                       "int32_t", rescale(a[None], [m], [s], rounding, 0, *INT32, "i32")[0])
             x = rng.integers(-128, 128, 128)
-            _ew_lanes(prog, x, f"qc_hvx_ew_rescale(v, -7, {m}, {s - 31}, {rnd}, {adj}, 3, -100, 127)", "int8_t",
+            _ew_lanes(prog, x, f"qc_hvx_ew_rescale(v, -7, {m}, {s - 31}, {rnd}, 3, -100, 127)", "int8_t",
                       rescale((x + 7)[None], [m], [s], rounding, 3, -100, 127)[0])
     for k, s in ((30, 10), (30, 11), (20, 20), (28, 30), (3, 9), (0, 2)):
         n, bound = k - s, (1 << (s - 1)) - 1  # TOSA REQUIRE |v| < 2^(shift - 1) for shifts <= 31

@@ -71,14 +71,13 @@ static inline __attribute__((unused)) void qc_hvx_dot_rows32_s8(const int8_t *x,
 }
 
 /* The requantization of 32 int32 accumulators to int8 (TFLite's MultiplyByQuantizedMultiplier, TOSA RESCALE), in
-   vectors: qc_hvx_scale (steps 1-3: y from acc and the 5 vectors at v), qc_hvx_requant (step 4).
-   rq: the 5 vectors of the block's 32 channels (qcodegen/kernels/hvx/layouts.py rq32): m (the multiplier,
-   0 <= m < 2^31), r = shift - 31 (0 <= r <= 31), mask = 2^r - 1, half = 2^(r - 1) (0 when r = 0) and adj (-1 where
-   the second rounding is away from zero, else 0). The result is clamp(y + zp, lo, hi) with, for the TOSA shift
+   vectors: qc_hvx_scale (steps 1-3: y from acc, m and r), qc_hvx_requant (step 4).
+   rq: the 2 vectors of the block's 32 channels (qcodegen/kernels/hvx/layouts.py rq32): m (the multiplier,
+   0 <= m < 2^31) and r = shift - 31 (0 <= r <= 31). The result is clamp(y + zp, lo, hi) with, for the TOSA shift
    s = 31 + r and P = acc * m (exact, up to 2^62 in magnitude):
      rnd = 1: y = RDBPOT(SRDHM(acc, m), r) = floor((P + 2^(s-1) + [r > 0] (acc >= 0 ? 2^30 : -2^30)) / 2^s), TOSA
-              DOUBLE_ROUND (= MultiplyByQuantizedMultiplier, docs/semantics.md §5.2); with adj = 0 and r = 0 the
-              single round at shift 31;
+              DOUBLE_ROUND (= MultiplyByQuantizedMultiplier, docs/semantics.md §5.2); with r = 0 the single round
+              at shift 31;
      rnd = 0: y = floor((P + 2^(s-1)) / 2^s), TOSA SINGLE_ROUND, for r >= 1.
    Why it is exact, per lane (ml = m mod 2^16 unsigned, mh = floor(m / 2^16), so P = acc mh 2^16 + acc ml):
    1. VMPYE gives e = floor(acc ml / 2^16). VMPYO:<<1:rnd:sat:shift adds acc mh and rounds at 2^15:
@@ -88,28 +87,37 @@ static inline __attribute__((unused)) void qc_hvx_dot_rows32_s8(const int8_t *x,
       every int32 acc and m (the saturation needs acc = m = -2^31, excluded by m >= 0). Without rnd the same
       argument with N = P gives floor(P / 2^31).
    2. floor((P + R) / 2^s) with R a multiple of 2^31 is floor((floor(P / 2^31) + R / 2^31) / 2^r) (nested floors):
-      rnd = 0 rounds h half up at r; rnd = 1 applies RDBPOT (h / 2^r rounded half away from zero), which docs/semantics.md §5.2
-      shows equals DOUBLE_ROUND (the sign of h replaces the sign of acc).
-   3. floor((h + c) / 2^r) for c = half + (h < 0 ? adj : 0) in [-1, 2^30] is (h >> r) + (((h & mask) + c) >> r),
-      the second shift logical: 0 <= (h & mask) + c < 2^31 + 2^30, no int32 overflow (h + c could overflow).
-   4. y + zp saturates to int32 (VADD:sat) before the clamp to [lo, hi], a sub-range of int32: the clamp of the
-      exact sum. */
-static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_scale(HVX_Vector acc, const qc_hvx_uvec *v,
-                                                                             int32_t rnd) {
-  const HVX_Vector m = v[0], r = v[1];
+      rnd = 0 rounds h half up at r; rnd = 1 applies RDBPOT (h / 2^r rounded half away from zero), which
+      docs/semantics.md §5.2 shows equals DOUBLE_ROUND (the sign of h replaces the sign of acc).
+   3. Both are floor((h + c) / 2^r) with half = 2^(r - 1) (0 for r = 0) and c = half, except c = half - 1 where
+      rnd = 1, r > 0 and h < 0 (a tie rounds down, away from zero). With p = 2^r (VASL of 1 by r; 2^31 is
+      0x80000000 in the unsigned lane) and g = -1 where rnd = 1 and h < 0 (VASR of h by 31), else 0:
+      c = (p + g) >> 1 (logical): p >> 1 = half for every r; (p - 1) >> 1 = 2^(r - 1) - 1 = half - 1 for r > 0,
+      and 0 = half for r = 0 (no rounding step, nothing to adjust). c is in [0, 2^30].
+   4. floor((h + c) / 2^r) is (h >> r) + (((h & (p - 1)) + c) >> r), the second shift logical:
+      0 <= (h & (p - 1)) + c < 2^31 + 2^30, no int32 overflow (h + c could overflow).
+   5. (qc_hvx_requant) y + zp saturates to int32 (VADD:sat) before the clamp to [lo, hi], a sub-range of int32: the
+      clamp of the exact sum.
+   Steps 3-4 derive p - 1 and c from r in 4 vector instructions (VASL, VSUB, VADD, VLSR; the VASR of h by 31 only
+   for rnd = 1), so a block keeps 8 bytes per channel. */
+static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_scale(HVX_Vector acc, HVX_Vector m,
+                                                                             HVX_Vector r, int32_t rnd) {
   const HVX_Vector e = Q6_Vw_vmpye_VwVuh(acc, m);
   const HVX_Vector h = rnd ? Q6_Vw_vmpyoacc_VwVwVh_s1_rnd_sat_shift(e, acc, m)
                            : Q6_Vw_vmpyoacc_VwVwVh_s1_sat_shift(e, acc, m);
-  const HVX_Vector c = Q6_Vw_vadd_VwVw(v[3], Q6_V_vand_VV(Q6_Vw_vasr_VwR(h, 31), v[4]));
-  const HVX_Vector frac = Q6_Vw_vlsr_VwVw(Q6_Vw_vadd_VwVw(Q6_V_vand_VV(h, v[2]), c), r);
+  const HVX_Vector one = Q6_V_vsplat_R(1);
+  const HVX_Vector p = Q6_Vw_vasl_VwVw(one, r), mask = Q6_Vw_vsub_VwVw(p, one);
+  const HVX_Vector c = Q6_Vuw_vlsr_VuwR(rnd ? Q6_Vw_vadd_VwVw(p, Q6_Vw_vasr_VwR(h, 31)) : p, 1);
+  const HVX_Vector frac = Q6_Vw_vlsr_VwVw(Q6_Vw_vadd_VwVw(Q6_V_vand_VV(h, mask), c), r);
   return Q6_Vw_vadd_VwVw(Q6_Vw_vasr_VwVw(h, r), frac);
 }
 
-/* qc_hvx_scale by the 5 vectors at rq, then clamp(y + zp, lo, hi) (step 4). */
+/* qc_hvx_scale by the 2 vectors at rq (m, r), then clamp(y + zp, lo, hi) (step 5). */
 static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_requant(HVX_Vector acc, const int32_t *rq,
                                                                                int32_t rnd, HVX_Vector zp,
                                                                                HVX_Vector lo, HVX_Vector hi) {
-  const HVX_Vector y = qc_hvx_scale(acc, (const qc_hvx_uvec *)(const void *)rq, rnd);
+  const qc_hvx_uvec *v = (const qc_hvx_uvec *)(const void *)rq;
+  const HVX_Vector y = qc_hvx_scale(acc, v[0], v[1], rnd);
   return Q6_Vw_vmin_VwVw(Q6_Vw_vmax_VwVw(Q6_Vw_vadd_VwVw_sat(y, zp), lo), hi);
 }
 
@@ -172,7 +180,7 @@ static inline __attribute__((always_inline, unused)) HVX_Vector qc_hvx_except(co
 }
 
 /* A CONV2D step with an int8 requantized output, for qc_hvx_conv_rq_s8: w (rows32), start (the accumulators'
-   start per row, blocks x 32 int32: bias - izp x the row's sum, modulo 2^32), rq (qc_hvx_requant's 5 vectors
+   start per row, blocks x 32 int32: bias - izp x the row's sum, modulo 2^32), rq (qc_hvx_requant's 2 vectors
    per block, or one set for every block: rq_stride 0), k, blocks, rows, rnd, zp, lo, hi, and the exceptions to the
    single rounding (exc.es NULL: none). */
 typedef struct {
@@ -363,7 +371,7 @@ qc_hvx_dw_rq_s8_core(const qc_hvx_dw_params *params, const int8_t *x, int8_t *y,
         }
         const int32_t *rq = p->rq + p->rq_stride * b;
         HVX_Vector even = qc_hvx_requant(Q6_V_lo_W(acc), rq, p->rnd, zp, lo, hi);
-        HVX_Vector odd = qc_hvx_requant(Q6_V_hi_W(acc), rq + 5 * 32, p->rnd, zp, lo, hi);
+        HVX_Vector odd = qc_hvx_requant(Q6_V_hi_W(acc), rq + 2 * 32, p->rnd, zp, lo, hi);
         int32_t e0 = 0, e1 = 0;
         if (exc) {
           qc_hvx_exception_range(&p->exc, p->copies > 1 ? 0 : 64 * b, p->copies > 1 ? p->n : 64 * b + m, &e0, &e1);

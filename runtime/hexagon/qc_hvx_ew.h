@@ -84,17 +84,13 @@ QC_HVX_EW HVX_Vector qc_hvx_ew_zp_clamp(HVX_Vector y, int32_t zp, int32_t lo, in
 }
 
 /* RESCALE (per tensor, 32-bit scale, multiplier 0 <= m < 2^31, TOSA shift 31 + r with 0 <= r <= 31) of v - izp
-   (VSUB wraps like the scalar (int32_t) cast of the difference): qc_hvx_scale with the one channel's constants of
-   qcodegen/kernels/hvx/layouts.py rq32 (mask 2^r - 1, half 2^(r - 1) or 0; rnd and adj from the rounding: rnd 0
-   for SINGLE_ROUND above shift 31, adj -1 for DOUBLE_ROUND above shift 31; the proof is beside qc_hvx_scale), then
-   the zero point and clamp (qc_hvx_ew_zp_clamp). */
-QC_HVX_EW HVX_Vector qc_hvx_ew_rescale(HVX_Vector v, int32_t izp, int32_t m, int32_t r, int32_t rnd, int32_t adj,
-                                       int32_t zp, int32_t lo, int32_t hi) {
+   (VSUB wraps like the scalar (int32_t) cast of the difference): qc_hvx_scale with m and r splat (rnd 0 for
+   SINGLE_ROUND above shift 31, else 1; the proof is beside qc_hvx_scale), then the zero point and clamp
+   (qc_hvx_ew_zp_clamp). */
+QC_HVX_EW HVX_Vector qc_hvx_ew_rescale(HVX_Vector v, int32_t izp, int32_t m, int32_t r, int32_t rnd, int32_t zp,
+                                       int32_t lo, int32_t hi) {
   const HVX_Vector a = izp ? Q6_Vw_vsub_VwVw(v, Q6_V_vsplat_R(izp)) : v;
-  const int32_t mask = (int32_t)(((uint32_t)1 << r) - 1u), half = r > 0 ? (int32_t)1 << (r - 1) : 0;
-  const HVX_Vector k[5] = {Q6_V_vsplat_R(m), Q6_V_vsplat_R(r), Q6_V_vsplat_R(mask), Q6_V_vsplat_R(half),
-                           Q6_V_vsplat_R(adj)};
-  const HVX_Vector y = qc_hvx_scale(a, k, rnd);
+  const HVX_Vector y = qc_hvx_scale(a, Q6_V_vsplat_R(m), Q6_V_vsplat_R(r), rnd);
   return qc_hvx_ew_zp_clamp(y, zp, lo, hi);
 }
 
@@ -104,7 +100,7 @@ QC_HVX_EW HVX_Vector qc_hvx_ew_rescale(HVX_Vector v, int32_t izp, int32_t m, int
              keeps its low 32 bits, as the scalar's (int32_t) cast of the int64 result does;
      n < 0:  with d = -n (1 <= d <= 30), dividing by 2^k: floor((v + 2^(d-1)) / 2^d) = (v >> d) +
              (((v & (2^d - 1)) + 2^(d-1)) >> d), the second shift logical on 0 <= (v & (2^d - 1)) + 2^(d-1) < 2^31
-             (step 3 of qc_hvx_scale with adj 0): no overflow;
+             (step 4 of qc_hvx_scale with rnd 0): no overflow;
    then the zero point and clamp (qc_hvx_ew_zp_clamp). */
 QC_HVX_EW HVX_Vector qc_hvx_ew_rescale_pow2(HVX_Vector v, int32_t izp, int32_t n, int32_t zp, int32_t lo,
                                             int32_t hi) {

@@ -174,9 +174,10 @@ def _conv_rq(c: ConvStep, names: ArrayNames, weights: ConstArray, terms: np.ndar
     one_set = not rq.per_channel
     mults, shifts, away = _rq_lanes(rq, layouts.LANES if one_set else c.rows)
     arrays = {"weights": weights, "starts": step_array(names, "starts", layouts.starts(c.bias_per_row(), terms)),
-              "rq": step_array(names, "rq32", layouts.rq32(mults, shifts, away)), **_exception_arrays(rq, names)}
-    params = ConvRq(fn, c.rows, c.k, -(-c.rows // layouts.LANES), 0 if one_set else 5 * layouts.LANES, rnd,
-                    rq.output_zp, rq.lo, rq.hi, rq.per_channel)
+              "rq": step_array(names, "rq32", layouts.rq32(mults, shifts)), **_exception_arrays(rq, names)}
+    rq_stride = 0 if one_set else layouts.RQ_VECTORS * layouts.LANES
+    params = ConvRq(fn, c.rows, c.k, -(-c.rows // layouts.LANES), rq_stride, rnd, rq.output_zp, rq.lo, rq.hi,
+                    rq.per_channel)
     return KernelChoice(fn, f"{reason}, constant bias, int8 outputs requantized in vectors "
                         f"({'double' if away else 'single'} rounding, shifts 31..62)", layout="rows32",
                         form="conv_rq", arrays=arrays, params=params, unread=frozenset({1, 2}),
@@ -198,12 +199,13 @@ def _depthwise_rq(c: ConvStep, names: ArrayNames, layout: str) -> KernelChoice |
     tile = copies if rq.per_channel else 1
     arrays = {"w16": step_array(names, "dw_w16", layouts.dw_w16(c.weight_rows(), copies)),
               "starts": step_array(names, "dw_starts", layouts.dw_starts(c.bias_per_row(), copies)),
-              "rq": step_array(names, "dw_rq", layouts.dw_rq(mults, shifts, away, tile)),
+              "rq": step_array(names, "dw_rq", layouts.dw_rq(mults, shifts, tile)),
               **_exception_arrays(rq, names)}
     blocks = -(-c.rows * copies // layouts.DW_BLOCK)
     fn = _kernel("dw", layout, rq)
-    params = DepthwiseRq(fn, c.rows, blocks, copies, 10 * layouts.LANES if rq.per_channel else 0, g, c.izp,
-                         c.pad_value, rnd, rq.output_zp, rq.lo, rq.hi, rq.per_channel)
+    rq_stride = 2 * layouts.RQ_VECTORS * layouts.LANES if rq.per_channel else 0  # even and odd lanes' vectors
+    params = DepthwiseRq(fn, c.rows, blocks, copies, rq_stride, g, c.izp, c.pad_value, rnd, rq.output_zp, rq.lo,
+                         rq.hi, rq.per_channel)
     pixels = f"{copies} pixel{'s' if copies > 1 else ''} a block"
     return KernelChoice(fn, f"int8 x int8, weight zero point 0, multiplier 1, constant weights and "
                         f"bias, {blocks} blocks of 64 lanes ({pixels}), int8 outputs requantized in vectors "

@@ -45,8 +45,7 @@ def _rescale(ctx: dict) -> EwPart | None:
     if 31 <= s <= 62:
         single = rq.fn == "qc_scale32_single"
         rnd = 0 if single and s > 31 else 1
-        adj = -1 if not single and s > 31 else 0
-        return EwPart("qc_hvx_ew_rescale", (rq.input_zp, m, s - 31, rnd, adj, *clamp))
+        return EwPart("qc_hvx_ew_rescale", (rq.input_zp, m, s - 31, rnd, *clamp))
     if 1 <= s <= 30 and m > 0 and m & (m - 1) == 0:
         return EwPart("qc_hvx_ew_rescale_pow2", (rq.input_zp, m.bit_length() - 1 - s, *clamp))
     return None

@@ -32,14 +32,17 @@ def starts(bias: np.ndarray, izp_terms: np.ndarray) -> np.ndarray:
     return np.pad(start, (0, -rows % LANES)).astype(np.uint32).view(np.int32)
 
 
-def rq32(multipliers: np.ndarray, shifts: np.ndarray, away: bool) -> np.ndarray:
-    """qc_hvx_requant's 5 int32 vectors per block of 32 channels (multipliers / shifts: one per channel, TOSA
-    shifts 31..62): m, r = shift - 31, mask = 2^r - 1, half = 2^(r - 1) (0 for r = 0), adj = -1 where the second
-    rounding is away from zero (away, DOUBLE_ROUND, and r > 0), else 0. Channels past the last: m = 0 (outputs zp)."""
+RQ_VECTORS = 2  # qc_hvx_requant's vectors per block of 32 channels: m and r (8 bytes a channel)
+
+
+def rq32(multipliers: np.ndarray, shifts: np.ndarray) -> np.ndarray:
+    """qc_hvx_requant's 2 int32 vectors per block of 32 channels (multipliers / shifts: one per channel, TOSA
+    shifts 31..62): m and r = shift - 31 (the kernel derives 2^r - 1 and the rounding constant from r and the
+    rounding). Channels past the last: m = 0 (outputs zp)."""
     m = np.asarray(multipliers, np.int64)
     r = np.asarray(shifts, np.int64) - 31
     pad = -m.size % LANES
-    cols = [m, r, (1 << r) - 1, np.where(r > 0, 1 << np.maximum(r - 1, 0), 0), -((r > 0) & away).astype(np.int64)]
+    cols = [m, r]
     blocks = np.stack([np.pad(c, (0, pad)).reshape(-1, LANES) for c in cols], axis=1)  # [block, vector, lane]
     return blocks.reshape(-1).astype(np.int32)
 
@@ -69,7 +72,7 @@ def dw_starts(bias: np.ndarray, copies: int = 1) -> np.ndarray:
     return _even_odd(bias, 0, copies).reshape(-1).astype(np.int32)
 
 
-def dw_rq(multipliers: np.ndarray, shifts: np.ndarray, away: bool, copies: int = 1) -> np.ndarray:
-    """rq32 per block of 64 lanes: the even lanes' 5 vectors, then the odd ones' (qc_hvx_dw_rq_s8)."""
+def dw_rq(multipliers: np.ndarray, shifts: np.ndarray, copies: int = 1) -> np.ndarray:
+    """rq32 per block of 64 lanes: the even lanes' 2 vectors, then the odd ones' (qc_hvx_dw_rq_s8)."""
     m, s = _even_odd(multipliers, 0, copies), _even_odd(shifts, 31, copies)
-    return np.concatenate([rq32(m[b, parity], s[b, parity], away) for b in range(m.shape[0]) for parity in (0, 1)])
+    return np.concatenate([rq32(m[b, parity], s[b, parity]) for b in range(m.shape[0]) for parity in (0, 1)])
