@@ -180,7 +180,7 @@ class DwRows:
 
     @property
     def scratch_bytes(self) -> int:
-        return 2 * self.plane_len + 4 * self.acc_len
+        return _dw_rows_bytes(self.plane_len, self.acc_len)
 
 
 def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoice:
@@ -371,10 +371,10 @@ def _dw_rows_plan(c: ConvStep) -> tuple[int, int] | None:
         return None
     pw = max(g.pl + g.iw, g.ow + 2 - g.pl)
     pw += pw % 2
-    fits = [nb for nb in range(1, g.oh + 1) if _dw_rows_lengths(pw, nb, g.ow, g.c)[2] <= DW_ROWS_SCRATCH]
-    if not fits or _dw_rows_cost(g, pw, max(fits)) >= _dw_table_cost(g):
+    fits = [nb for nb in range(1, g.oh + 1) if _dw_rows_bytes(*_dw_rows_lengths(pw, nb, g.ow, g.c)) <= DW_ROWS_SCRATCH]
+    if not fits or _dw_rows_cost(g, pw, fits[-1]) >= _dw_table_cost(g):
         return None
-    return pw, max(fits)
+    return pw, fits[-1]
 
 
 def _dw_rows_cost(g: WindowLoops, pw: int, nb: int) -> int:
@@ -402,25 +402,30 @@ def _dw_table_cost(g: WindowLoops) -> int:
     return g.c * (27 * outputs + 9 * (outputs - interior))
 
 
-def _dw_rows_lengths(pw: int, nb: int, ow: int, channels: int) -> tuple[int, int, int]:
-    """(plane_len, acc_len, bytes) of qc_dsp_dwr_*'s scratch: per channel of a block (4, or fewer when the step has
-    fewer) nb + 2 plane rows and 4 trailing values (the last pair's window reads 2 past the last row's end), and
-    the sums of every pair of the band's flat pixels."""
+def _dw_rows_lengths(pw: int, nb: int, ow: int, channels: int) -> tuple[int, int]:
+    """(plane_len, acc_len) of qc_dsp_dwr_*'s scratch: per channel of a block (4, or fewer when the step has fewer)
+    nb + 2 plane rows and 4 trailing values (the last pair's window reads 2 past the last row's end), and the sums of
+    every pair of the band's flat pixels."""
     plane_len = ((nb + 2) * pw + 4) * min(channels, 4)
     acc_len = ((nb - 1) * pw + ow + 1) // 2 * 2
-    return plane_len, acc_len, 2 * plane_len + 4 * acc_len
+    return plane_len, acc_len
+
+
+def _dw_rows_bytes(plane_len: int, acc_len: int) -> int:
+    """Bytes of qc_dsp_dwr_*'s stack scratch: the planes' int16 and the sums' int32."""
+    return 2 * plane_len + 4 * acc_len
 
 
 def _dw_rows(c: ConvStep, names: ArrayNames, mode: int, plan: tuple[int, int], reason: str) -> KernelChoice:
     assert c.rq is not None
     g, (pw, nb) = c.window, plan
-    plane_len, acc_len, scratch = _dw_rows_lengths(pw, nb, g.ow, g.c)
+    plane_len, acc_len = _dw_rows_lengths(pw, nb, g.ow, g.c)
     arrays = {"w": step_array(names, "dw_rows", layouts.dsp_dw_rows(c.weight_rows(), c.bias_per_row(), c.izp,
                                                                     2 if mode == 2 else 1)),
               "rq": step_array(names, f"rq{mode}", _rq_pairs(c.rq, mode)), **exception_const_arrays(c.rq, names)}
     params = DwRows(f"qc_dsp_dwr_s8_{_rq_name(c.rq, mode)}", g, c.pad_value, nb, pw, plane_len, acc_len,
                     2 * c.rq.output_zp + 1, c.rq.lo, c.rq.hi)
     reason += (f", int8 outputs of an exact 32-bit requantization (shifts >= 33); 3x3, stride and dilation 1: "
-               f"channel by channel over int16 planes, bands of {nb} output rows, {scratch} B of stack")
+               f"channel by channel over int16 planes, bands of {nb} output rows, {params.scratch_bytes} B of stack")
     return KernelChoice(params.fn, reason, "dsp_dw_rows", "dw_rows", arrays, params, frozenset({1, 2}),
                         step_constants=False, files=DW_FILES)
