@@ -93,6 +93,9 @@ class KernelChoice:
     step_constants: whether it reads the primitive's own per-step constant arrays (Primitive.constants);
     requantize: the store form of its requantized outputs written by template C (None: the portable form);
     window_length: the length a convolution's gathered window is padded to with zeros (0: as it is);
+    window_rows: the kernel reads a convolution's window where it lies inside the input in place, as its KH rows
+    of KW * C elements (templates/generic/conv2d.c.j2: `xp` its first row, `xs` the row stride; a window reading
+    padding is gathered, rows of KW * C), the taps of a row contiguous (dilation 1 across);
     files: the runtime files (relative to runtime/) its C needs."""
 
     kernel: str
@@ -105,6 +108,7 @@ class KernelChoice:
     step_constants: bool = True
     requantize: RequantStore | None = None
     window_length: int = 0
+    window_rows: bool = False
     files: tuple[str, ...] = ()
 
 

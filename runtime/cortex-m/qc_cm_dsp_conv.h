@@ -58,6 +58,54 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_widen_into(cons
   }
 }
 
+/* qc_dsp_widen_word of a window read in place as its kh rows of len elements, row r at x + r * rs (an interior
+   window of a convolution whose taps of a row are contiguous: no gathered copy), in the window_rows order
+   (layouts.window_rows_order; the weights permuted to match at generation time): each row's len / 4 whole words
+   (unaligned LDR), row after row, then the rows' last len % 4 elements, 4 to a group (the last group's missing
+   bytes 0). xq, stride: as qc_dsp_widen_into. Called with constant kh, len, stride, dbl: unrolled for at most 10
+   groups of whole words, else a loop per row. */
+static inline __attribute__((always_inline, unused)) void qc_dsp_widen_rows(const int8_t *x, int32_t rs, int32_t kh,
+                                                                           int32_t len, uint32_t *xq,
+                                                                           int32_t stride, int dbl) {
+  const int32_t words = len / 4, tail = len % 4;
+  if (kh * words <= 10) {
+#pragma GCC unroll 10
+    for (int32_t r = 0; r < kh; ++r) {
+#pragma GCC unroll 10
+      for (int32_t g = 0; g < words; ++g, xq += stride) {
+        uint32_t v;
+        memcpy(&v, x + r * rs + 4 * g, 4);
+        qc_dsp_widen_word(v, xq, dbl);
+      }
+    }
+  } else {
+#pragma GCC unroll 1
+    for (int32_t r = 0; r < kh; ++r) {
+      qc_dsp_widen_into(x + r * rs, words, xq, stride, dbl);
+      xq += words * stride;
+    }
+  }
+  if (tail) {
+    uint32_t v = 0;
+    int32_t b = 0;
+#pragma GCC unroll 16
+    for (int32_t r = 0; r < kh; ++r) {
+#pragma GCC unroll 4
+      for (int32_t t = 0; t < tail; ++t, ++b) {
+        v |= (uint32_t)(uint8_t)x[r * rs + 4 * words + t] << (8 * (b % 4));
+        if (b % 4 == 3) {
+          qc_dsp_widen_word(v, xq, dbl);
+          xq += stride;
+          v = 0;
+        }
+      }
+    }
+    if (b % 4) {
+      qc_dsp_widen_word(v, xq, dbl);
+    }
+  }
+}
+
 /* The same for a last group of n < 4 elements, the others read as 0 (and not read). */
 static QC_DSP_CONV_KERNEL void qc_dsp_widen_last(const int8_t *x, int32_t n, uint32_t *xq, int dbl);
 

@@ -39,6 +39,7 @@ DW_FILES = RQ_FILES + ("cortex-m/qc_cm_dsp.h", "cortex-m/qc_cm_dsp.c")
 STEP_ATTRIBUTES = "__attribute__((noinline))"
 FIXED_GROUPS = 10  # rows of at most this many groups of 4 elements get a fully unrolled qc_dsp_conv_3px_*_g<n>
 MAX_RELAID_ROW = 2048  # the longest row the DSP dot kernels take (the stack buffer of widened inputs: 4 KiB)
+WINDOW_ROWS_SCRATCH = 2048  # bytes of a convolution step's stack copy of a window reading padding (window_rows)
 DW_ROWS_SCRATCH = 4096  # bytes of qc_dsp_dwr_*'s stack scratch (a band's plane of int16 and its int32 sums)
 
 
@@ -243,20 +244,30 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
     mode = _rq_mode(c.rq, (c.bias_abs_max or 0) + c.k * 2 ** 15)
     rq = _rq_name(c.rq, mode)
     groups = (c.k + 3) // 4
-    starts = layouts.row_starts(c.weight_rows(), c.bias_per_row(), c.izp)
+    g = c.window
+    # an interior window read in place row by row (qc_dsp_widen_rows): a row's taps are contiguous, and a window
+    # reading padding is gathered into a stack copy of as many input rows (the same code reads both)
+    window_rows = (c.gathered and (g.dx == 1 or g.kw == 1)
+                   and (g.all_interior or (g.kh - 1) * g.dy * g.iw * g.c + g.kw * g.c <= WINDOW_ROWS_SCRATCH))
+    rows = c.weight_rows()
+    if window_rows:
+        rows = rows[:, layouts.window_rows_order(g.kh, g.kw * g.c)]
+    starts = layouts.row_starts(rows, c.bias_per_row(), c.izp)
     pairs, zp2p1 = _rq_pairs(c.rq, mode), 2 * c.rq.output_zp + 1
     # qc_dsp_conv_3px_*_packed adds c = zp2p1 << s inside SMMLAR: exact while |c| < 2^30
     packed = rq in ("double_n", "double_n_pc") and abs(zp2p1) << int(pairs[:, 1].max()) < 2 ** 30
     if packed:  # one pointer over the starts, weights and pairs (qc_dsp_conv_3px_<w>_packed)
         # the sums doubled (qc_dsp_rq8 mode 3: no ADD per output): the int16 weights (q15) or else the widened
         # inputs; mode 2 bounds |start| + the products by 2^30, so the doubled sums stay within int32
-        words = layouts.dsp_q15x2(2 * c.weight_rows()) if q15 else layouts.dsp_s8x2(c.weight_rows())
+        words = layouts.dsp_q15x2(2 * rows) if q15 else layouts.dsp_s8x2(rows)
         arrays = {"weights": step_array(names, f"dsp_{w}_packed",  # (by value: the weights with their starts)
                                         layouts.dsp_packed(words, 2 * starts, pairs, zp2p1))}
         unread = {1, 2}
         fn3, fn2, fn1 = (f"qc_dsp_conv_{n}px_{w}_packed" for n in (3, 2, 1))
     else:
-        arrays = {"weights": _weights(c, names, f"dsp_{w}"),
+        relaid = (step_array(names, f"dsp_{w}_rows", getattr(layouts, f"dsp_{w}")(rows)) if window_rows
+                  else _weights(c, names, f"dsp_{w}"))
+        arrays = {"weights": relaid,
                   "rq": step_array(names, f"rq{mode}", pairs), **exception_const_arrays(c.rq, names)}
         unread = {1}
         if c.izp != 0 or not c.bias_per_channel:
@@ -268,9 +279,11 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
     params = ConvPixels(fn3 if triples else "", fn2, fn1, c.pixels, triples, c.rows, groups, zp2p1,
                         c.rq.lo, c.rq.hi, groups * (6 if c.pixels >= 3 else 4), _window_length(c), packed,
                         packed and not q15)
+    if window_rows:
+        reason += "; interior windows read in place row by row"
     return KernelChoice(params.fn3 or params.fn2, reason, f"dsp_{w}" + ("_packed" if packed else ""), "conv_px",
                         arrays, params, frozenset(unread), step_constants=False,
-                        window_length=params.window_length, files=CONV_FILES)
+                        window_length=params.window_length, window_rows=window_rows, files=CONV_FILES)
 
 
 def _window_length(c: ConvStep) -> int:

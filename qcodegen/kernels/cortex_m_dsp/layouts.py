@@ -59,6 +59,16 @@ def dsp_s8x4(rows: np.ndarray) -> np.ndarray:
     return _s8_blocks(rows, 4)
 
 
+def window_rows_order(kh: int, length: int) -> np.ndarray:
+    """The element order in which qc_dsp_widen_rows reads a window of kh rows of `length` elements (row r's
+    element j is element r * length + j of a weight row): each row's whole words (its first length // 4 * 4
+    elements), row after row, then the rows' last length % 4 elements. order[i] is the weight row element at
+    position i (weight_rows()[:, order] are the rows the kernels read)."""
+    whole = length // 4 * 4
+    index = np.arange(kh * length).reshape(kh, length)
+    return np.concatenate([index[:, :whole].reshape(-1), index[:, whole:].reshape(-1)])
+
+
 def zero_point_terms(rows: np.ndarray, izp: int) -> np.ndarray:
     """izp times the sum of each weight row, int32: subtracted from a sum of x * w it gives the sum of
     (x - izp) * w (|izp * sum| <= 2^8 * 2^7 * k < 2^31 for rows of up to 65,535 elements)."""
