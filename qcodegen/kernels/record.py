@@ -93,9 +93,10 @@ class KernelChoice:
     step_constants: whether it reads the primitive's own per-step constant arrays (Primitive.constants);
     requantize: the store form of its requantized outputs written by template C (None: the portable form);
     window_length: the length a convolution's gathered window is padded to with zeros (0: as it is);
-    window_rows: the kernel reads a convolution's window where it lies inside the input in place, as its KH rows
-    of KW * C elements (templates/generic/conv2d.c.j2: `xp` its first row, `xs` the row stride; a window reading
-    padding is gathered, rows of KW * C), the taps of a row contiguous (dilation 1 across);
+    window_rows: the kernel reads a convolution's window as its KH rows of KW * C elements (the taps of a row
+    contiguous: dilation 1 across), "in_place" (an interior window in the input, one reading padding gathered with
+    the input's row stride) or "padded" (every window in a copy of the image with its padding;
+    templates/generic/conv2d.c.j2), "" for the gathered window;
     files: the runtime files (relative to runtime/) its C needs."""
 
     kernel: str
@@ -108,7 +109,7 @@ class KernelChoice:
     step_constants: bool = True
     requantize: RequantStore | None = None
     window_length: int = 0
-    window_rows: bool = False
+    window_rows: str = ""
     files: tuple[str, ...] = ()
 
 

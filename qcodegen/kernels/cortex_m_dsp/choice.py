@@ -39,7 +39,7 @@ DW_FILES = RQ_FILES + ("cortex-m/qc_cm_dsp.h", "cortex-m/qc_cm_dsp.c")
 STEP_ATTRIBUTES = "__attribute__((noinline))"
 FIXED_GROUPS = 10  # rows of at most this many groups of 4 elements get a fully unrolled qc_dsp_conv_3px_*_g<n>
 MAX_RELAID_ROW = 2048  # the longest row the DSP dot kernels take (the stack buffer of widened inputs: 4 KiB)
-WINDOW_ROWS_SCRATCH = 2048  # bytes of a convolution step's stack copy of a window reading padding (window_rows)
+WINDOW_ROWS_SCRATCH = 2048  # bytes of a convolution step's stack copy of its padded image or of the rows of a window
 DW_ROWS_SCRATCH = 4096  # bytes of qc_dsp_dwr_*'s stack scratch (a band's plane of int16 and its int32 sums)
 
 
@@ -245,10 +245,7 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
     rq = _rq_name(c.rq, mode)
     groups = (c.k + 3) // 4
     g = c.window
-    # an interior window read in place row by row (qc_dsp_widen_rows): a row's taps are contiguous, and a window
-    # reading padding is gathered into a stack copy of as many input rows (the same code reads both)
-    window_rows = (c.gathered and (g.dx == 1 or g.kw == 1)
-                   and (g.all_interior or (g.kh - 1) * g.dy * g.iw * g.c + g.kw * g.c <= WINDOW_ROWS_SCRATCH))
+    window_rows = _window_rows(c)
     rows = c.weight_rows()
     if window_rows:
         rows = rows[:, layouts.window_rows_order(g.kh, g.kw * g.c)]
@@ -280,10 +277,27 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
                         c.rq.lo, c.rq.hi, groups * (6 if c.pixels >= 3 else 4), _window_length(c), packed,
                         packed and not q15)
     if window_rows:
-        reason += "; interior windows read in place row by row"
+        reason += f"; windows read row by row ({window_rows})"
     return KernelChoice(params.fn3 or params.fn2, reason, f"dsp_{w}" + ("_packed" if packed else ""), "conv_px",
                         arrays, params, frozenset(unread), step_constants=False,
                         window_length=params.window_length, window_rows=window_rows, files=CONV_FILES)
+
+
+def _window_rows(c: ConvStep) -> str:
+    """How qc_dsp_widen_rows reads a gathered window whose rows' taps are contiguous (KernelChoice.window_rows; ""
+    when not): "padded" from a stack copy of the image with its padding when it fits WINDOW_ROWS_SCRATCH (no
+    window gathered: DS-CNN's first convolution, half of whose windows read padding), else "in_place" (an
+    interior window in the input, one reading padding gathered into a stack copy of as many input rows: the same
+    code reads both)."""
+    g = c.window
+    if not c.gathered or (g.dx != 1 and g.kw != 1):
+        return ""
+    if g.all_interior:
+        return "in_place"
+    padded_rows, padded_cols = (g.oh - 1) * g.sy + (g.kh - 1) * g.dy + 1, (g.ow - 1) * g.sx + g.kw
+    if padded_rows * padded_cols * g.c <= WINDOW_ROWS_SCRATCH:
+        return "padded"
+    return "in_place" if (g.kh - 1) * g.dy * g.iw * g.c + g.kw * g.c <= WINDOW_ROWS_SCRATCH else ""
 
 
 def _window_length(c: ConvStep) -> int:
