@@ -19,13 +19,15 @@ from qcodegen.kernel_testing import (
     I32,
     KernelProgram,
     conv_accumulators,
+    conv_schedule,
     depthwise_accumulators,
     depthwise_row,
     rescale,
 )
+from qcodegen.kernels import plan_kernels
 from qcodegen.kernels.cortex_m_dsp import layouts
 from qcodegen.resources import data_path
-from qcodegen.testing import Var, prepare, step_schedule
+from qcodegen.testing import Var, c_vs_reference, prepare, step_schedule
 from qcodegen.verify.build import compile_cached
 from qcodegen.verify.runners import SemihostingRunner, binutil, content_addressed, unavailable
 
@@ -193,6 +195,34 @@ def _packed_cases(prog: Program, rng: np.random.Generator) -> None:
                        f"  qc_dsp_conv_1px_{name}_packed(&P, qc_xq, y);", "y", expected[2])
 
 
+def _window_rows_cases(prog: Program, rng: np.random.Generator) -> None:
+    """qc_dsp_widen_rows (three windows of kh rows of `length` elements read in place from an image whose rows are
+    `rs` elements apart: whole words unrolled and looped, rows' tails of 0 .. 3 elements) into the packed 3-pixel
+    kernels over weights in layouts.window_rows_order, both layouts."""
+    for kh, length in ((3, 9), (10, 4), (2, 15), (3, 5), (4, 2), (3, 48)):
+        rows, izp, zp, rs = 4, int(rng.integers(-128, 128)), int(rng.integers(-128, 128)), length + 7
+        image = rng.integers(-128, 128, kh * rs + 2 * length)
+        image[:length] = -128
+        starts = [0, 3, length + 1]  # the three windows' first elements
+        x = np.stack([image[s + np.arange(kh)[:, None] * rs + np.arange(length)].reshape(-1) for s in starts])
+        w = rng.integers(-128, 128, (rows, kh * length))
+        w[0] = -128
+        bias = rng.integers(-(1 << 20), 1 << 20, rows)
+        mults, shifts = _scales(rng, rows, True)
+        expected = rescale(conv_accumulators(x, w, bias, izp), mults, shifts, "double_round", zp, -128, 127)
+        order = w[:, layouts.window_rows_order(kh, length)].astype(I32)
+        pairs = np.array(_rq_pairs(mults, shifts, 2), np.int32).reshape(-1, 2)
+        starts2 = 2 * layouts.row_starts(order, bias.astype(I32), izp)
+        xs, groups = prog.array("int8_t", image), (kh * length + 3) // 4
+        for name, words, dbl in (("s8x2", layouts.dsp_s8x2(order), 1), ("q15x2", layouts.dsp_q15x2(2 * order), 0)):
+            wq = prog.array("int32_t", layouts.dsp_packed(words, starts2, pairs, 2 * zp + 1))
+            widen = "".join(f"  qc_dsp_widen_rows({xs} + {s}, {rs}, {kh}, {length}, qc_xq + {2 * j}, 6, {dbl});\n"
+                            for j, s in enumerate(starts))
+            prog.check(f"  const qc_dsp_conv_params P = {{{wq}, NULL, NULL, {rows}, {groups}, {2 * zp + 1}, -128, "
+                       f"127, NULL, NULL, NULL}};\n  uint32_t qc_xq[{6 * groups}];\n{widen}  int8_t y[{3 * rows}];\n"
+                       f"  qc_dsp_conv_3px_{name}_packed(&P, qc_xq, y);", "y", expected)
+
+
 def _dw_cases(prog: Program, rng: np.random.Generator) -> None:
     """qc_dsp_dw_*: a run of the pixels of an output row (tap offsets from the first pixel's window; 3x3 at stride 1:
     pixel pairs) and single pixels over a table of the taps' addresses, for every requantization variant and the
@@ -311,9 +341,45 @@ def test_kernels_against_the_numpy_primitives(tmp_path):
     _dot_cases(prog, rng)
     _conv_cases(prog, rng)
     _packed_cases(prog, rng)
+    _window_rows_cases(prog, rng)
     _dw_cases(prog, rng)
     _dwr_cases(prog, rng)
     assert prog.mismatches(prog.run(tmp_path)) == ""
+
+
+# (x shape, OHWI weights' shape, stride, dilation, pad [t, b, l, r], pad value or None, layout, rounding, the mode)
+WINDOW_ROWS_STEPS = [
+    ((1, 13, 10, 1), (16, 10, 4, 1), (2, 2), (1, 1), (4, 5, 1, 1), None, "compact", "double_round", "padded"),
+    ((1, 10, 11, 3), (6, 3, 3, 3), (2, 1), (1, 1), (1, 2, 2, 0), 7, "fast", "single_round", "padded"),
+    ((1, 20, 40, 3), (8, 3, 3, 3), (2, 2), (1, 1), (0, 1, 0, 1), None, "compact", "double_round", "in_place"),
+    ((1, 14, 30, 5), (6, 3, 2, 5), (1, 1), (2, 1), (2, 2, 1, 0), None, "compact", "single_round", "in_place"),
+    ((1, 7, 8, 3), (4, 3, 3, 3), (1, 1), (1, 1), (0, 0, 0, 0), None, "fast", "double_round", "in_place"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(WINDOW_ROWS_STEPS)))
+def test_window_rows_steps_bit_exact(case):
+    """Convolution steps whose windows qc_dsp_widen_rows reads row by row (templates/generic/conv2d.c.j2): from a
+    copy of the padded image ("padded", a pad value other than the input zero point in one), or in place with the
+    windows reading padding gathered (one-sided and vertical padding, a vertical dilation, rows of 15 elements),
+    or all interior; packed and per-call kernels, both layouts: bit-exact with the primitives."""
+    x_shape, w_shape, stride, dilation, pad, pad_value, layout, rounding, mode = WINDOW_ROWS_STEPS[case]
+    target = load_target("cortex-m4", layout)
+    reason = unavailable(target)
+    if reason:
+        pytest.skip(f"cortex-m4: {reason}")
+    rng = np.random.default_rng(case)
+    (_, ih, iw, _), (oc, kh, kw, _) = x_shape, w_shape
+    oh = (ih + pad[0] + pad[1] - (kh - 1) * dilation[0] - 1) // stride[0] + 1
+    ow = (iw + pad[2] + pad[3] - (kw - 1) * dilation[1] - 1) // stride[1] + 1
+    extra = {} if pad_value is None else {"pad_value": pad_value}
+    sched = conv_schedule("CONV2D", x_shape, rng.integers(-128, 128, w_shape), rng.integers(-5000, 5000, oc),
+                          (1, oh, ow, oc), izp=-3, mults=(1 << 30,), shifts=(40,), rounding=rounding,
+                          pad=list(pad), stride=list(stride), dilation=list(dilation), **extra)
+    choice = plan_kernels(sched, target, "m").steps[-1].choice
+    assert (choice.form, choice.window_rows) == ("conv_px", mode)
+    result = c_vs_reference(sched, samples=2, target=target)
+    assert result.bit_exact, f"{result.mismatches} mismatches, first {result.first_mismatch}"
 
 
 def _firmware_text(workdir: Path, models: list, run: bool = False) -> int:
