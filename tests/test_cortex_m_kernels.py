@@ -198,7 +198,8 @@ def _packed_cases(prog: Program, rng: np.random.Generator) -> None:
 def _window_rows_cases(prog: Program, rng: np.random.Generator) -> None:
     """qc_dsp_widen_rows (three windows of kh rows of `length` elements read in place from an image whose rows are
     `rs` elements apart: whole words unrolled and looped, rows' tails of 0 .. 3 elements) into the packed 3-pixel
-    kernels over weights in layouts.window_rows_order, both layouts."""
+    kernels over weights in layouts.window_rows_order, both layouts, the s8x2 inputs doubled by SADD16 or as
+    2 (x + 128) (the starts of zero point izp + 128)."""
     for kh, length in ((3, 9), (10, 4), (2, 15), (3, 5), (4, 2), (3, 48)):
         rows, izp, zp, rs = 4, int(rng.integers(-128, 128)), int(rng.integers(-128, 128)), length + 7
         image = rng.integers(-128, 128, kh * rs + 2 * length)
@@ -212,9 +213,10 @@ def _window_rows_cases(prog: Program, rng: np.random.Generator) -> None:
         expected = rescale(conv_accumulators(x, w, bias, izp), mults, shifts, "double_round", zp, -128, 127)
         order = w[:, layouts.window_rows_order(kh, length)].astype(I32)
         pairs = np.array(_rq_pairs(mults, shifts, 2), np.int32).reshape(-1, 2)
-        starts2 = 2 * layouts.row_starts(order, bias.astype(I32), izp)
         xs, groups = prog.array("int8_t", image), (kh * length + 3) // 4
-        for name, words, dbl in (("s8x2", layouts.dsp_s8x2(order), 1), ("q15x2", layouts.dsp_q15x2(2 * order), 0)):
+        for name, words, dbl in (("s8x2", layouts.dsp_s8x2(order), 1), ("s8x2", layouts.dsp_s8x2(order), 2),
+                                 ("q15x2", layouts.dsp_q15x2(2 * order), 0)):
+            starts2 = 2 * layouts.row_starts(order, bias.astype(I32), izp + (128 if dbl == 2 else 0))
             wq = prog.array("int32_t", layouts.dsp_packed(words, starts2, pairs, 2 * zp + 1))
             widen = "".join(f"  qc_dsp_widen_rows({xs} + {s}, {rs}, {kh}, {length}, qc_xq + {2 * j}, 6, {dbl});\n"
                             for j, s in enumerate(starts))

@@ -27,9 +27,23 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_widen(const int
   }
 }
 
+/* xq[0], xq[1] = the doubled int16 pairs of x + 128 of the 4 int8 bytes v (bytes 0,2 then 1,3): 2 (x + 128) in
+   [0, 510], the sums of the packed kernels doubled (qc_dsp_rq8 mode 3) with their starts made for the zero point
+   izp + 128 (the window_rows steps' biased_inputs): EOR and two ANDs of shifted operands, where SXTB16 and SADD16
+   take four. */
+static inline __attribute__((always_inline, unused)) void qc_dsp_widen_word_biased(uint32_t v, uint32_t *xq) {
+  const uint32_t t = v ^ 0x80808080u;  /* the bytes x + 128 */
+  xq[0] = (t << 1) & 0x01fe01feu;
+  xq[1] = (t >> 7) & 0x01fe01feu;
+}
+
 /* xq[0], xq[1] = the int16 pairs (SXTB16) of the 4 bytes v (bytes 0,2 then 1,3), doubled with dbl (SADD16: 2x
-   fits int16; the sums of the _packed kernels, qc_dsp_rq8 mode 3). */
+   fits int16; the sums of the _packed kernels, qc_dsp_rq8 mode 3); dbl 2: qc_dsp_widen_word_biased. */
 static inline __attribute__((always_inline, unused)) void qc_dsp_widen_word(uint32_t v, uint32_t *xq, int dbl) {
+  if (dbl == 2) {
+    qc_dsp_widen_word_biased(v, xq);
+    return;
+  }
   const uint32_t e = __sxtb16(v), o = qc_sxtb16_ror8(v);
   xq[0] = dbl ? (uint32_t)__sadd16(e, e) : e;
   xq[1] = dbl ? (uint32_t)__sadd16(o, o) : o;
@@ -62,8 +76,8 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_widen_into(cons
    window of a convolution whose taps of a row are contiguous: no gathered copy), in the window_rows order
    (layouts.window_rows_order; the weights permuted to match at generation time): each row's len / 4 whole words
    (unaligned LDR), row after row, then the rows' last len % 4 elements, 4 to a group (the last group's missing
-   bytes 0). xq, stride: as qc_dsp_widen_into. Called with constant kh, len, stride, dbl: unrolled for at most 10
-   groups of whole words, else a loop per row. */
+   bytes 0). xq, stride, dbl: as qc_dsp_widen_into. Called with constant kh, len, stride, dbl: unrolled for at
+   most 10 groups of whole words, else a loop per row. */
 static inline __attribute__((always_inline, unused)) void qc_dsp_widen_rows(const int8_t *x, int32_t rs, int32_t kh,
                                                                            int32_t len, uint32_t *xq,
                                                                            int32_t stride, int dbl) {

@@ -95,7 +95,7 @@ class ConvPixels:
     holds xq_words of widened inputs; window_length: the gathered window's length (whole groups of 4); packed: the
     weights are a dsp_packed array (the starts and requantization pairs inside; fn3 takes the first pixel's
     output only, the others following it), the sums doubled (the q15 weights, or double_inputs: the widened
-    inputs)."""
+    inputs; biased_inputs: widened as 2 (x + 128), the starts of zero point izp + 128)."""
 
     fn3: str
     fn2: str
@@ -111,6 +111,7 @@ class ConvPixels:
     window_length: int
     packed: bool
     double_inputs: bool
+    biased_inputs: bool
 
 
 @dataclass(frozen=True)
@@ -253,10 +254,15 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
     pairs, zp2p1 = _rq_pairs(c.rq, mode), 2 * c.rq.output_zp + 1
     # qc_dsp_conv_3px_*_packed adds c = zp2p1 << s inside SMMLAR: exact while |c| < 2^30
     packed = rq in ("double_n", "double_n_pc") and abs(zp2p1) << int(pairs[:, 1].max()) < 2 ** 30
+    biased = packed and not q15 and bool(window_rows)
     if packed:  # one pointer over the starts, weights and pairs (qc_dsp_conv_3px_<w>_packed)
         # the sums doubled (qc_dsp_rq8 mode 3: no ADD per output): the int16 weights (q15) or else the widened
         # inputs; mode 2 bounds |start| + the products by 2^30, so the doubled sums stay within int32
         words = layouts.dsp_q15x2(2 * rows) if q15 else layouts.dsp_s8x2(rows)
+        if biased:  # the inputs widened as 2 (x + 128) (qc_dsp_widen_word_biased): the starts of zero point izp + 128
+            # (the partial sums 2 bias + the 2 (x - izp) w summed + the (2 izp + 256) w not yet: each term at most
+            # 510 x 128 < 2^16 in magnitude, so below 2 (|bias| + k 2^15) < 2^31, mode 2's bound)
+            starts = layouts.row_starts(rows, c.bias_per_row(), c.izp + 128)
         arrays = {"weights": step_array(names, f"dsp_{w}_packed",  # (by value: the weights with their starts)
                                         layouts.dsp_packed(words, 2 * starts, pairs, zp2p1))}
         unread = {1, 2}
@@ -275,7 +281,7 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
     triples = c.pixels // 3 * 3
     params = ConvPixels(fn3 if triples else "", fn2, fn1, c.pixels, triples, c.rows, groups, zp2p1,
                         c.rq.lo, c.rq.hi, groups * (6 if c.pixels >= 3 else 4), _window_length(c), packed,
-                        packed and not q15)
+                        packed and not q15, biased)
     if window_rows:
         reason += f"; windows read row by row ({window_rows})"
     return KernelChoice(params.fn3 or params.fn2, reason, f"dsp_{w}" + ("_packed" if packed else ""), "conv_px",
