@@ -291,19 +291,33 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
 
 def _window_rows(c: ConvStep) -> str:
     """How qc_dsp_widen_rows reads a gathered window whose rows' taps are contiguous (KernelChoice.window_rows; ""
-    when not): "padded" from a stack copy of the image with its padding when it fits WINDOW_ROWS_SCRATCH (no
-    window gathered: DS-CNN's first convolution, half of whose windows read padding), else "in_place" (an
-    interior window in the input, one reading padding gathered into a stack copy of as many input rows: the same
-    code reads both)."""
+    when not): "in_place" (an interior window in the input, one reading padding gathered into a stack copy of as
+    many input rows: the same code reads both), or "padded" from a stack copy of the image with its padding (no
+    window gathered) when it fits WINDOW_ROWS_SCRATCH and the estimate of the copy is below that of the border
+    windows' gathers (DS-CNN's first convolution, half of whose windows read padding)."""
     g = c.window
     if not c.gathered or (g.dx != 1 and g.kw != 1):
         return ""
     if g.all_interior:
         return "in_place"
     padded_rows, padded_cols = (g.oh - 1) * g.sy + (g.kh - 1) * g.dy + 1, (g.ow - 1) * g.sx + g.kw
-    if padded_rows * padded_cols * g.c <= WINDOW_ROWS_SCRATCH:
+    if (padded_rows * padded_cols * g.c <= WINDOW_ROWS_SCRATCH
+            and _padded_copy_cost(g, padded_rows, padded_cols) < _border_gather_cost(g)):
         return "padded"
     return "in_place" if (g.kh - 1) * g.dy * g.iw * g.c + g.kw * g.c <= WINDOW_ROWS_SCRATCH else ""
+
+
+def _padded_copy_cost(g: WindowLoops, padded_rows: int, padded_cols: int) -> int:
+    """Estimated instructions of the "padded" copy per step (Cortex-M4, newlib): the memset of the padded image
+    (~1 per 2 bytes) and a memcpy per input row (~40 with its call, for rows of a few words)."""
+    return g.n * (padded_rows * padded_cols * g.c // 2 + 40 * min(g.ih, padded_rows))
+
+
+def _border_gather_cost(g: WindowLoops) -> int:
+    """Estimated instructions of the "in_place" gathers of the windows reading padding (the template's loops: ~6
+    per window row and ~12 per tap; DS-CNN's 10x4 windows measured ~525 each), beyond reading them in place."""
+    interior = max(g.rows[1] - g.rows[0], 0) * max(g.cols[1] - g.cols[0], 0)
+    return (g.pixels - g.n * interior) * g.kh * (6 + 12 * g.kw)
 
 
 def _window_length(c: ConvStep) -> int:
