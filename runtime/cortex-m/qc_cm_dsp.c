@@ -259,10 +259,11 @@ QC_DSP_RQ_EXC_VARIANTS(QC_DSP_DW_DEFINE, dw)
    ox of the band's row r when ox < ow, else unused). r0, r1, r2: the plane and its rows 1 and 2 (4-byte aligned).
    Per pair q, q + 1 (q even) and kernel row: LDRD of (x[q], x[q + 1]) and (x[q + 2], x[q + 3]), then
    p0 += x[q] w0 + x[q + 1] w1 (SMLAD, wa = w0 | w1 << 16) + x[q + 2] w2 (SMLABT, wb = w1 | w2 << 16),
-   p1 += x[q + 1] w0 (SMLATB) + x[q + 2] w1 + x[q + 3] w2 (SMLAD): 15 instructions per 18 MACs, then the pair's
-   STRD and the loop's end (pushed on the stack: the 14 registers hold the 6 weight pairs, 3 row pointers, the sums'
-   pointer, 2 loaded words and 2 sums). Exact: |x| <= 128 (int8 inputs and pad values), |w| <= 256 (the doubled
-   weights of mode 3), so |x w| <= 2^15 and |p| <= 9 2^15 < 2^19. */
+   p1 += x[q + 1] w0 (SMLATB) + x[q + 2] w1 + x[q + 3] w2 (SMLAD): 15 instructions per 18 MACs and the pair's
+   STRD; two pairs a pass (an odd count enters at the second), then the loop's end (pushed on the stack: the 14
+   registers hold the 6 weight pairs, 3 row pointers, the sums' pointer, 2 loaded words and 2 sums): 35
+   instructions per 2 pairs. Exact: |x| <= 128 (int8 inputs and pad values), |w| <= 256 (the doubled weights of
+   mode 3), so |x w| <= 2^15 and |p| <= 9 2^15 < 2^19. */
 #define QC_DSP_DWR_KROW(r, wb, first)                                                                               \
   "ldrd %[l0], %[l1], [%[" r "]], #4\n\t"                                                                         \
   first                                                                                                             \
@@ -271,24 +272,28 @@ QC_DSP_RQ_EXC_VARIANTS(QC_DSP_DW_DEFINE, dw)
 #define QC_DSP_DWR_NEXT(wa)                                                                                         \
   "smlad %[p0], %[l0], %[" wa "], %[p0]\n\t"                                                                      \
   "smlatb %[p1], %[l0], %[" wa "], %[p1]\n\t"
+#define QC_DSP_DWR_PAIR                                                                                             \
+  QC_DSP_DWR_KROW("r0", "wb0", "smuad %[p0], %[l0], %[wa0]\n\t"                                                    \
+                               "smultb %[p1], %[l0], %[wa0]\n\t")                                                  \
+  QC_DSP_DWR_KROW("r1", "wb1", QC_DSP_DWR_NEXT("wa1"))                                                              \
+  QC_DSP_DWR_KROW("r2", "wb2", QC_DSP_DWR_NEXT("wa2"))                                                              \
+  "strd %[p0], %[p1], [%[a]], #8\n"
 static __attribute__((noinline)) void qc_dsp_dwr_pairs(const int16_t *r0, int32_t pw, int32_t *a,
                                                                    int32_t pairs, const int32_t *w) {
   const int16_t *r1 = r0 + pw, *r2 = r0 + 2 * pw;
   uint32_t l0, l1;
-  int32_t p0 = (int32_t)(uintptr_t)(a + 2 * pairs), p1;  /* (the end, pushed: all 14 registers are taken) */
-  __asm__ volatile("push {%[p0]}\n"
-                   "1:\n\t"
-                   QC_DSP_DWR_KROW("r0", "wb0", "smuad %[p0], %[l0], %[wa0]\n\t"
-                                                "smultb %[p1], %[l0], %[wa0]\n\t")
-                   QC_DSP_DWR_KROW("r1", "wb1", QC_DSP_DWR_NEXT("wa1"))
-                   QC_DSP_DWR_KROW("r2", "wb2", QC_DSP_DWR_NEXT("wa2"))
-                   "strd %[p0], %[p1], [%[a]], #8\n\t"
-                   "ldr %[p0], [sp]\n\t"
+  int32_t p0 = (int32_t)(uintptr_t)(a + 2 * pairs), p1 = pairs & 1;  /* (the end, pushed; an odd count) */
+  __asm__ volatile("push {%[p0]}\n\t"
+                   "cmp %[p1], #0\n\t"
+                   "bne 2f\n"
+                   "1:\n\t" QC_DSP_DWR_PAIR
+                   "2:\n\t" QC_DSP_DWR_PAIR
+                   "\tldr %[p0], [sp]\n\t"
                    "cmp %[a], %[p0]\n\t"
                    "bne 1b\n\t"
                    "add sp, sp, #4"
                    : [r0] "+r"(r0), [r1] "+r"(r1), [r2] "+r"(r2), [a] "+r"(a), [l0] "=&r"(l0), [l1] "=&r"(l1),
-                     [p0] "+r"(p0), [p1] "=&r"(p1)
+                     [p0] "+r"(p0), [p1] "+r"(p1)
                    : [wa0] "r"(w[1]), [wb0] "r"(w[2]), [wa1] "r"(w[3]), [wb1] "r"(w[4]), [wa2] "r"(w[5]),
                      [wb2] "r"(w[6])
                    : "cc", "memory");
@@ -310,35 +315,43 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr_out(const qc_dsp_dw
   }
 }
 
-/* qc_dsp_rq8 mode 3 without the clamp of sum v as asm text (start st added first; t: SMMULR's temporary). */
+/* qc_dsp_rq8 mode 3 without the clamp of sum v as asm text, start st added first, the zero point inside SMMLAR:
+   t = c + SMMULR(v, m) with c = zp2p1 << s (exact: |SMMULR| <= 2^30 and |c| < 2^30, so t fits in int32), then
+   t + (v >> 31) shifted right by s is zp2p1 + floor(X / 2^(s + 31)) (qc_dsp_rq8 mode 2; c is a multiple of 2^s),
+   halved inside SSAT: ADD, SMMLAR, ADD, ASR, SSAT. */
 #define QC_DSP_DWR_RQ3(v)                                                                                           \
   "add %[" v "], %[" v "], %[st]\n\t"                                                                             \
-  "smmulr %[t], %[" v "], %[m]\n\t"                                                                               \
+  "smmlar %[t], %[" v "], %[m], %[c]\n\t"                                                                         \
   "add %[" v "], %[t], %[" v "], asr #31\n\t"                                                                     \
   "asr %[" v "], %[" v "], %[s]\n\t"                                                                              \
-  "add %[" v "], %[" v "], %[zp]\n\t"                                                                             \
   "ssat %[" v "], #8, %[" v "], asr #1\n\t"
-/* The band's rows of mode 3 without the clamp (ow >= 2): per row its pairs of sums (18 instructions: LDRD,
-   2 x QC_DSP_DWR_RQ3, 2 STRB, the pointer and the count), then LAST (the last pixel of an odd row: 9), the sums'
-   skip to the next row and the rows' count; the 14 registers hold the pointers, counts, constants and 3
-   temporaries. */
+/* A pair of sums' outputs: LDRD, 2 x QC_DSP_DWR_RQ3, 2 STRB and the next pixel: 14 instructions. */
+#define QC_DSP_DWR_OPAIR                                                                                            \
+  "ldrd %[v0], %[v1], [%[a]], #8\n\t" QC_DSP_DWR_RQ3("v0") QC_DSP_DWR_RQ3("v1")                                   \
+  "strb %[v0], [%[y]]\n\t"                                                                                        \
+  "strb %[v1], [%[y], %[n]]\n\t"                                                                                  \
+  "add %[y], %[y], %[n], lsl #1\n\t"
+/* The band's rows of mode 3 without the clamp (ow >= 2): per row its pp = ow / 2 pairs of sums two a pass (30
+   instructions per 4 outputs; an odd pp takes one pair first: LSRS leaves k = pp / 2 and pp's low bit in C, and
+   the pair sets no flag, so BEQ reads LSRS's k == 0), then LAST (the last pixel of an odd row: 8), the sums' skip
+   to the next row and the rows' count; per row 5 (even pp) or 7 more. The 14 registers hold the pointers, counts,
+   constants and 3 temporaries. */
 #define QC_DSP_DWR_OUTS3(LAST)                                                                                      \
   __asm__ volatile("2:\n\t"                                                                                       \
-                   "mov %[k], %[pp]\n"                                                                            \
-                   "1:\n\t"                                                                                       \
-                   "ldrd %[v0], %[v1], [%[a]], #8\n\t" QC_DSP_DWR_RQ3("v0") QC_DSP_DWR_RQ3("v1")                  \
-                   "strb %[v0], [%[y]]\n\t"                                                                       \
-                   "strb %[v1], [%[y], %[n]]\n\t"                                                                 \
-                   "add %[y], %[y], %[n], lsl #1\n\t"                                                             \
+                   "lsrs %[k], %[pp], #1\n\t"                                                                     \
+                   "bcc 1f\n\t" QC_DSP_DWR_OPAIR                                                                  \
+                   "beq 3f\n"                                                                                      \
+                   "1:\n\t" QC_DSP_DWR_OPAIR QC_DSP_DWR_OPAIR                                                     \
                    "subs %[k], %[k], #1\n\t"                                                                      \
-                   "bne 1b\n\t" LAST                                                                              \
+                   "bne 1b\n"                                                                                      \
+                   "3:\n\t" LAST                                                                                  \
                    "add %[a], %[a], %[skip]\n\t"                                                                  \
                    "subs %[r], %[r], #1\n\t"                                                                      \
                    "bne 2b"                                                                                       \
                    : [a] "+r"(a), [y] "+r"(y), [r] "+r"(rows), [k] "=&r"(k), [v0] "=&r"(v0), [v1] "=&r"(v1),       \
                      [t] "=&r"(t)                                                                                 \
-                   : [st] "r"(L.start), [m] "r"(L.q[0]), [s] "r"(L.q[1]), [zp] "r"(L.zp2p1), [n] "r"(n),          \
-                     [pp] "r"(ow >> 1), [skip] "r"(4 * (pw - ow))                                                  \
+                   : [st] "r"(L.start), [m] "r"(L.q[0]), [s] "r"(L.q[1]), [c] "r"(L.zp2p1 * (1 << L.q[1])),     \
+                     [n] "r"(n), [pp] "r"(ow >> 1), [skip] "r"(4 * (pw - ow))                                      \
                    : "cc", "memory")
 
 /* The outputs of one channel's sums of a band (qc_dsp_dwr_pairs: `rows` rows of ow sums, pw apart) at y (the
@@ -347,7 +360,7 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr_outs(const qc_dsp_d
     int8_t *y, int32_t rows, int32_t ow, int32_t pw, int mode, int pc, int clamp) {
   const qc_dsp_dwr_channel L = *C;
   const int32_t n = L.n;
-  if (mode == 3 && !clamp && ow >= 2) {
+  if (mode == 3 && !clamp && ow >= 2 && L.q[1] <= 21) {  /* (|zp2p1| <= 255: |zp2p1 << s| < 2^30) */
     int32_t k, v0, v1, t;
     if (ow & 1) {
       QC_DSP_DWR_OUTS3("ldr %[v0], [%[a]], #4\n\t" QC_DSP_DWR_RQ3("v0") "strb %[v0], [%[y]]\n\t"
