@@ -330,7 +330,8 @@ def _dwr_cases(prog: Program, rng: np.random.Generator) -> None:
         consts = prog.array("int32_t", layouts.dsp_dw_rows(taps, bias.astype(I32), izp, 2 if mode == 2 else 1))
         rq = prog.array("int32_t", _rq_pairs(mults, shifts, mode))
         name = (MODES[mode] + ("_pc" if pc else "") + ("_clamp" if clamp else "") + ("_exc" if exc else ""))
-        plane_len, acc_len = ((nb + 2) * pw + 4) * min(c, 4), ((nb - 1) * pw + ow + 1) // 2 * 2
+        e = pl % 2  # (the planes' leading pad values and the sums' first, unused)
+        plane_len, acc_len = ((nb + 2) * pw + 4 + 2 * e) * min(c, 4), ((nb - 1) * pw + ow + e + 1) // 2 * 2
         prog.check(f"  const qc_dsp_dwr_params P = {{{consts}, {rq}, {c}, {ih}, {iw}, {oh}, {ow}, {pt}, {pl}, {pad}, "
                    f"{nb}, {pw}, {2 * zp + 1}, {lo}, {hi}, {exceptions}}};\n"
                    f"  int16_t plane[{plane_len}] __attribute__((aligned(4)));\n  int32_t sums[{acc_len}];\n"

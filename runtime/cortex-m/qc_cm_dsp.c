@@ -412,30 +412,82 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr_outs(const qc_dsp_d
   }
 }
 
+/* One pair of input pixels of 4 channels into the planes at d0..d3 (post-incremented by a word): the word a of
+   pixel j (at s) and LOADB, the one of pixel j + 1; SXTB16 of a's bytes 0,2 and 1,3 (and b's: B0, B1, into bx),
+   PKHBT / PKHTB of the two pixels' halves of a channel into its int16 pair, STR. */
+#define QC_DSP_DWR_WIDEN2(LOADB, B0, B1, bx)                                                                        \
+  "ldr %[a], [%[s]]\n\t" LOADB                                                                                     \
+  "sxtb16 %[a0], %[a]\n\t" B0                                                                                      \
+  "pkhbt %[t], %[a0], %[" bx "], lsl #16\n\t"                                                                    \
+  "str %[t], [%[d0]], #4\n\t"                                                                                    \
+  "pkhtb %[t], %[" bx "], %[a0], asr #16\n\t"                                                                    \
+  "str %[t], [%[d2]], #4\n\t"                                                                                    \
+  "sxtb16 %[a0], %[a], ror #8\n\t" B1                                                                              \
+  "pkhbt %[t], %[a0], %[" bx "], lsl #16\n\t"                                                                    \
+  "str %[t], [%[d1]], #4\n\t"                                                                                    \
+  "pkhtb %[t], %[" bx "], %[a0], asr #16\n\t"                                                                    \
+  "str %[t], [%[d3]], #4\n\t"
+#define QC_DSP_DWR_WIDEN_OPERANDS                                                                                   \
+  : [s] "+r"(s), [d0] "+r"(d0), [d1] "+r"(d1), [d2] "+r"(d2), [d3] "+r"(d3), [k] "+r"(k), [a] "=&r"(a),           \
+    [b] "=&r"(b), [a0] "=&r"(a0), [b0] "=&r"(b0), [t] "=&r"(t)                                                     \
+  : [n] "r"(n), [pad2] "r"(pad2)                                                                                  \
+  : "cc", "memory"
+
+/* The `count` input pixels at s (n apart) of 4 channels into the planes at d, d + len, d + 2 len, d + 3 len (int16,
+   d 4-byte aligned), in pairs (QC_DSP_DWR_WIDEN2: 17 instructions per 2 pixels with the loop, where 4 LDRSB and
+   4 STRH a pixel took 22), an odd count's last pixel paired with the pad values pad2 (pad | pad << 16: the plane
+   index after the input row's is a pad value of the same row; qc_dsp_dwr), 11. */
+static inline __attribute__((always_inline)) void qc_dsp_dwr_widen4(const int8_t *s, int32_t n, int16_t *d,
+                                                                    int32_t len, int32_t count, uint32_t pad2) {
+  int16_t *d0 = d, *d1 = d + len, *d2 = d + 2 * len, *d3 = d + 3 * len;
+  uint32_t a, b, a0, b0, t;
+  int32_t k = count >> 1;
+  if (k) {
+    __asm__ volatile("1:\n\t"
+                     QC_DSP_DWR_WIDEN2("ldr %[b], [%[s], %[n]]\n\t", "sxtb16 %[b0], %[b]\n\t",
+                                       "sxtb16 %[b0], %[b], ror #8\n\t", "b0")
+                     "add %[s], %[s], %[n], lsl #1\n\t"
+                     "subs %[k], %[k], #1\n\t"
+                     "bne 1b"
+                     QC_DSP_DWR_WIDEN_OPERANDS);
+  }
+  if (count & 1) {
+    __asm__ volatile(QC_DSP_DWR_WIDEN2("", "", "", "pad2")
+                     QC_DSP_DWR_WIDEN_OPERANDS);
+  }
+}
+
 /* qc_dsp_dwr_s8_<rq> (qc_cm_dsp.h): per band of nb output rows, the pad values in the planes of 4 channels,
-   then per block of 4 channels their input rows widened into them (input column j of row r at
-   plane[r pw + pl + j]; a window reaching past its row's end reads the next row's first columns, pad values:
-   pw >= ow + 2 - pl), and per channel the sums of the band's pixels in pairs, then its outputs (outs: the
-   variant's qc_dsp_dwr_outs), start + sum requantized (|start + sum| is the accumulator, which the kernel choice
-   bounds below 2^31, 2^30 doubled). */
+   then per block of 4 channels their input rows widened into them (qc_dsp_dwr_widen4), and per channel the sums
+   of the band's pixels in pairs, then its outputs (outs: the variant's qc_dsp_dwr_outs), start + sum requantized
+   (|start + sum| is the accumulator, which the kernel choice bounds below 2^31, 2^30 doubled). A plane: with
+   e = pl % 2, 2e pad values, then the band's rows of pw, input column j of row r at index 2e + r pw + pl - e + j
+   (even: the widening stores int16 pairs), then 4 pad values (the last pair's windows read past the last row).
+   Output pixel ox of row r sums the windows at flat index f = r pw + ox + e (qc_dsp_dwr_pairs from index 0, the
+   outputs from sum e). A window reaching before its row's first index reads the previous row's last one, a pad
+   value (pw >= pl + iw); past its row's end, the next row's first ones, pad values (pw >= ow + 2 - pl). */
 static inline __attribute__((always_inline)) void qc_dsp_dwr(const qc_dsp_dwr_params *P, const int8_t *x, int8_t *y,
     int16_t *plane, int32_t *acc, int pc,
     void (*outs)(const qc_dsp_dwr_channel *, const int32_t *, int8_t *, int32_t, int32_t, int32_t)) {
   const int32_t n = P->n, ih = P->ih, iw = P->iw, oh = P->oh, ow = P->ow, pw = P->pw, pl = P->pl, nb = P->nb;
-  const int32_t len = (nb + 2) * pw + 4, planes = n < 4 ? n : 4;
+  const int32_t e = pl & 1, len = (nb + 2) * pw + 4 + 2 * e, planes = n < 4 ? n : 4;
   const int16_t pad = (int16_t)P->pad;
+  const uint32_t pad2 = (uint16_t)pad | (uint32_t)(uint16_t)pad << 16;
   qc_dsp_dwr_channel C = {0, {0, 0}, P->zp2p1, {P->lo, P->hi}, 0, n, P->exc_start, P->exc_acc, P->exc_value};
   for (int32_t b0 = 0; b0 < oh; b0 += nb) {
     const int32_t rows = oh - b0 < nb ? oh - b0 : nb, iy0 = b0 - P->pt;
     const int32_t r_lo = iy0 < 0 ? -iy0 : 0, r_hi = ih - iy0 < rows + 2 ? ih - iy0 : rows + 2;
     for (int32_t i = 0; i < planes; ++i) {  /* the pad values: all but the input rows' input columns */
-      int16_t *p = plane + i * len;
+      int16_t *p = plane + i * len + 2 * e;
+      if (e) {  /* (the window of output pixel 0 reads index -1) */
+        p[-2] = p[-1] = pad;
+      }
       for (int32_t r = 0; r < rows + 2; ++r, p += pw) {
-        const int32_t in = r >= r_lo && r < r_hi, left = in ? pl : pw;
+        const int32_t in = r >= r_lo && r < r_hi, left = in ? pl - e : pw;
         for (int32_t j = 0; j < left; ++j) {
           p[j] = pad;
         }
-        for (int32_t j = in ? pl + iw : pw; j < pw; ++j) {
+        for (int32_t j = in ? pl - e + iw : pw; j < pw; ++j) {
           p[j] = pad;
         }
       }
@@ -445,14 +497,9 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr(const qc_dsp_dwr_pa
       const int32_t k = n - c0 < 4 ? n - c0 : 4;
       for (int32_t r = r_lo; r < r_hi; ++r) {
         const int8_t *s = x + (iy0 + r) * iw * n + c0;
-        int16_t *d = plane + r * pw + pl;
+        int16_t *d = plane + 2 * e + r * pw + pl - e;
         if (k == 4) {
-          for (int32_t j = 0; j < iw; ++j, s += n) {
-            d[j] = s[0];
-            d[len + j] = s[1];
-            d[2 * len + j] = s[2];
-            d[3 * len + j] = s[3];
-          }
+          qc_dsp_dwr_widen4(s, n, d, len, iw, pad2);
         } else {
           for (int32_t i = 0; i < k; ++i) {
             for (int32_t j = 0; j < iw; ++j) {
@@ -467,8 +514,8 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr(const qc_dsp_dwr_pa
         C.start = w[0];
         C.q[0] = rq[0];
         C.q[1] = rq[1];
-        qc_dsp_dwr_pairs(plane + i * len, pw, acc, ((rows - 1) * pw + ow + 1) / 2, w);
-        outs(&C, acc, y + b0 * ow * n + c0 + i, rows, ow, pw);
+        qc_dsp_dwr_pairs(plane + i * len, pw, acc, ((rows - 1) * pw + ow + e + 1) / 2, w);
+        outs(&C, acc + e, y + b0 * ow * n + c0 + i, rows, ow, pw);
       }
     }
   }

@@ -424,7 +424,8 @@ def _dw_rows_plan(c: ConvStep) -> tuple[int, int] | None:
         return None
     pw = max(g.pl + g.iw, g.ow + 2 - g.pl)
     pw += pw % 2
-    fits = [nb for nb in range(1, g.oh + 1) if _dw_rows_bytes(*_dw_rows_lengths(pw, nb, g.ow, g.c)) <= DW_ROWS_SCRATCH]
+    fits = [nb for nb in range(1, g.oh + 1)
+            if _dw_rows_bytes(*_dw_rows_lengths(pw, nb, g.ow, g.c, g.pl)) <= DW_ROWS_SCRATCH]
     if not fits or _dw_rows_cost(g, pw, fits[-1]) >= _dw_table_cost(g):
         return None
     return pw, fits[-1]
@@ -455,12 +456,14 @@ def _dw_table_cost(g: WindowLoops) -> int:
     return g.c * (27 * outputs + 9 * (outputs - interior))
 
 
-def _dw_rows_lengths(pw: int, nb: int, ow: int, channels: int) -> tuple[int, int]:
+def _dw_rows_lengths(pw: int, nb: int, ow: int, channels: int, pl: int) -> tuple[int, int]:
     """(plane_len, acc_len) of qc_dsp_dwr_*'s scratch: per channel of a block (4, or fewer when the step has fewer)
+    2 leading values when the left padding pl is odd (the input rows then start one index early, at an even one),
     nb + 2 plane rows and 4 trailing values (the last pair's window reads 2 past the last row's end), and the sums of
-    every pair of the band's flat pixels."""
-    plane_len = ((nb + 2) * pw + 4) * min(channels, 4)
-    acc_len = ((nb - 1) * pw + ow + 1) // 2 * 2
+    every pair of the band's flat pixels (one more with the leading values)."""
+    e = pl % 2
+    plane_len = ((nb + 2) * pw + 4 + 2 * e) * min(channels, 4)
+    acc_len = ((nb - 1) * pw + ow + e + 1) // 2 * 2
     return plane_len, acc_len
 
 
@@ -472,7 +475,7 @@ def _dw_rows_bytes(plane_len: int, acc_len: int) -> int:
 def _dw_rows(c: ConvStep, names: ArrayNames, mode: int, plan: tuple[int, int], reason: str) -> KernelChoice:
     assert c.rq is not None
     g, (pw, nb) = c.window, plan
-    plane_len, acc_len = _dw_rows_lengths(pw, nb, g.ow, g.c)
+    plane_len, acc_len = _dw_rows_lengths(pw, nb, g.ow, g.c, g.pl)
     arrays = {"w": step_array(names, "dw_rows", layouts.dsp_dw_rows(c.weight_rows(), c.bias_per_row(), c.izp,
                                                                     2 if mode == 2 else 1)),
               "rq": step_array(names, f"rq{mode}", _rq_pairs(c.rq, mode)), **exception_const_arrays(c.rq, names)}
