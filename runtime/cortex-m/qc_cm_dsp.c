@@ -427,33 +427,48 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr_outs(const qc_dsp_d
   "str %[t], [%[d1]], #4\n\t"                                                                                    \
   "pkhtb %[t], %[" bx "], %[a0], asr #16\n\t"                                                                    \
   "str %[t], [%[d3]], #4\n\t"
-#define QC_DSP_DWR_WIDEN_OPERANDS                                                                                   \
-  : [s] "+r"(s), [d0] "+r"(d0), [d1] "+r"(d1), [d2] "+r"(d2), [d3] "+r"(d3), [k] "+r"(k), [a] "=&r"(a),           \
-    [b] "=&r"(b), [a0] "=&r"(a0), [b0] "=&r"(b0), [t] "=&r"(t)                                                     \
-  : [n] "r"(n), [pad2] "r"(pad2)                                                                                  \
-  : "cc", "memory"
+/* The rows of the widening (qc_dsp_dwr_widen4): per row its pixel pairs (k of them), then TAIL (an odd row's last
+   pixel), the 4 plane pointers' skip to the next row (the row count, k and the skip pushed: the 14 registers are
+   taken) and the rows' loop: 17 instructions per pair, 11 for the tail, 8 per row. */
+#define QC_DSP_DWR_WIDEN_ROWS(TAIL)                                                                                 \
+  __asm__ volatile("push {%[t]}\n\t" /* (one a PUSH: a list is stored in register order) */                   \
+                   "push {%[k]}\n"                                                                                \
+                   "2:\n\t"                                                                                       \
+                   "ldr %[k], [sp]\n"                                                                             \
+                   "1:\n\t"                                                                                       \
+                   QC_DSP_DWR_WIDEN2("ldr %[b], [%[s], %[n]]\n\t", "sxtb16 %[b0], %[b]\n\t",                    \
+                                     "sxtb16 %[b0], %[b], ror #8\n\t", "b0")                                     \
+                   "add %[s], %[s], %[n], lsl #1\n\t"                                                             \
+                   "subs %[k], %[k], #1\n\t"                                                                      \
+                   "bne 1b\n\t" TAIL                                                                              \
+                   "ldr %[t], [sp, #4]\n\t"                                                                       \
+                   "add %[d0], %[d0], %[t]\n\t"                                                                   \
+                   "add %[d1], %[d1], %[t]\n\t"                                                                   \
+                   "add %[d2], %[d2], %[t]\n\t"                                                                   \
+                   "add %[d3], %[d3], %[t]\n\t"                                                                   \
+                   "subs %[r], %[r], #1\n\t"                                                                      \
+                   "bne 2b\n\t"                                                                                   \
+                   "add sp, sp, #8"                                                                               \
+                   : [s] "+r"(s), [d0] "+r"(d0), [d1] "+r"(d1), [d2] "+r"(d2), [d3] "+r"(d3), [k] "+r"(k),         \
+                     [r] "+r"(rows), [a] "=&r"(a), [b] "=&r"(b), [a0] "=&r"(a0), [b0] "=&r"(b0), [t] "+r"(t)       \
+                   : [n] "r"(n), [pad2] "r"(pad2)                                                                 \
+                   : "cc", "memory")
 
-/* The `count` input pixels at s (n apart) of 4 channels into the planes at d, d + len, d + 2 len, d + 3 len (int16,
-   d 4-byte aligned), in pairs (QC_DSP_DWR_WIDEN2: 17 instructions per 2 pixels with the loop, where 4 LDRSB and
-   4 STRH a pixel took 22), an odd count's last pixel paired with the pad values pad2 (pad | pad << 16: the plane
-   index after the input row's is a pad value of the same row; qc_dsp_dwr), 11. */
-static inline __attribute__((always_inline)) void qc_dsp_dwr_widen4(const int8_t *s, int32_t n, int16_t *d,
-                                                                    int32_t len, int32_t count, uint32_t pad2) {
+/* `rows` (>= 1) input rows of `count` (>= 2) pixels at s (n apart, the rows one after the other) of 4 channels into
+   the planes at d, d + len, d + 2 len, d + 3 len (int16, d 4-byte aligned; the next row pw further), in pairs
+   (QC_DSP_DWR_WIDEN2: 17 instructions per 2 pixels with the loop, where 4 LDRSB and 4 STRH a pixel took 22), an
+   odd row's last pixel paired with the pad values pad2 (pad | pad << 16: the plane index after an input row's is a
+   pad value of the same row, qc_dsp_dwr). Out of line, one copy for every variant (inlined into qc_dsp_dwr, GCC
+   found no registers for the 14-register asm). */
+static __attribute__((noinline)) void qc_dsp_dwr_widen4(const int8_t *s, int32_t n, int16_t *d, int32_t len,
+                                                        int32_t count, int32_t rows, int32_t pw, uint32_t pad2) {
   int16_t *d0 = d, *d1 = d + len, *d2 = d + 2 * len, *d3 = d + 3 * len;
-  uint32_t a, b, a0, b0, t;
-  int32_t k = count >> 1;
-  if (k) {
-    __asm__ volatile("1:\n\t"
-                     QC_DSP_DWR_WIDEN2("ldr %[b], [%[s], %[n]]\n\t", "sxtb16 %[b0], %[b]\n\t",
-                                       "sxtb16 %[b0], %[b], ror #8\n\t", "b0")
-                     "add %[s], %[s], %[n], lsl #1\n\t"
-                     "subs %[k], %[k], #1\n\t"
-                     "bne 1b"
-                     QC_DSP_DWR_WIDEN_OPERANDS);
-  }
+  uint32_t a, b, a0, b0;
+  int32_t k = count >> 1, t = 2 * (pw - (count + 1) / 2 * 2);  /* (pushed: the pairs a row, the skip in bytes) */
   if (count & 1) {
-    __asm__ volatile(QC_DSP_DWR_WIDEN2("", "", "", "pad2")
-                     QC_DSP_DWR_WIDEN_OPERANDS);
+    QC_DSP_DWR_WIDEN_ROWS(QC_DSP_DWR_WIDEN2("", "", "", "pad2") "add %[s], %[s], %[n]\n\t");
+  } else {
+    QC_DSP_DWR_WIDEN_ROWS("");
   }
 }
 
@@ -495,12 +510,13 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr(const qc_dsp_dwr_pa
     }
     for (int32_t c0 = 0; c0 < n; c0 += 4) {
       const int32_t k = n - c0 < 4 ? n - c0 : 4;
-      for (int32_t r = r_lo; r < r_hi; ++r) {
-        const int8_t *s = x + (iy0 + r) * iw * n + c0;
-        int16_t *d = plane + 2 * e + r * pw + pl - e;
-        if (k == 4) {
-          qc_dsp_dwr_widen4(s, n, d, len, iw, pad2);
-        } else {
+      if (k == 4 && iw >= 2 && r_hi > r_lo) {
+        qc_dsp_dwr_widen4(x + (iy0 + r_lo) * iw * n + c0, n, plane + 2 * e + r_lo * pw + pl - e, len, iw,
+                          r_hi - r_lo, pw, pad2);
+      } else {
+        for (int32_t r = r_lo; r < r_hi; ++r) {
+          const int8_t *s = x + (iy0 + r) * iw * n + c0;
+          int16_t *d = plane + 2 * e + r * pw + pl - e;
           for (int32_t i = 0; i < k; ++i) {
             for (int32_t j = 0; j < iw; ++j) {
               d[i * len + j] = s[i + j * n];
