@@ -41,6 +41,7 @@ FIXED_GROUPS = 10  # rows of at most this many groups of 4 elements get a fully 
 MAX_RELAID_ROW = 2048  # the longest row the DSP dot kernels take (the stack buffer of widened inputs: 4 KiB)
 WINDOW_ROWS_SCRATCH = 2048  # bytes of a convolution step's stack copy of its padded image or of the rows of a window
 DW_ROWS_SCRATCH = 4096  # bytes of qc_dsp_dwr_*'s stack scratch (a band's plane of int16 and its int32 sums)
+K_CHANNEL = 90  # qc_dsp_dwr_*'s instructions per channel and band outside its loops (fitted, _dw_rows_cost)
 
 
 def exact_s33(rq: Requantization) -> bool:
@@ -395,8 +396,7 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
     if c.rows % 4 == 0:
         fn += "_c4"  # (no code for channels after the last group of 4)
     span = 4 if g.sx == g.dx else 5  # a pair's window columns a row
-    first_even = g.cols[0] + g.cols[0] % 2
-    pair_run = (first_even, first_even + max(g.cols[1] - first_even, 0) // 2 * 2) if pair else (0, 0)
+    pair_run = _pair_run(g) if pair else (0, 0)
     if g.has_interior:
         offsets = [(ky * g.dy * g.iw + kx * g.dx) * c.rows for ky in range(g.kh) for kx in range(g.kw)]
         if not pair or g.all_interior:  # (else the single pixels read padding, over tables of their taps)
@@ -433,27 +433,43 @@ def _dw_rows_plan(c: ConvStep) -> tuple[int, int] | None:
 
 def _dw_rows_cost(g: WindowLoops, pw: int, nb: int) -> int:
     """Estimated instructions of qc_dsp_dwr_* on one image, counted from its loops (GCC 12 -O2, Cortex-M4): per band
-    and block of 4 channels the widening (11 per input pixel, 10 per input row), per channel the pairs' sums (19
-    per pair of flat pixels), the outputs (9 per output, 5 per row, 9 more per row when rows are odd: the last
-    pixel alone) and 70 for the channel's constants and calls (fitted: DS-CNN's and MobileNetV1's measured steps are
-    within -6% .. +3% of the estimate)."""
+    and block of 4 channels the widening (17 per pair of input pixels, 11 for an odd row's last one, 8 per input
+    row, 30 for the call), per channel the pairs' sums (35 per 2 pairs of flat pixels), the outputs (per row 14 per
+    pair of pixels, 2 per 2 pairs, 8 for an odd row's last pixel, 5) and K_CHANNEL for the channel's constants and
+    calls (fitted: DS-CNN's and MobileNetV1's measured steps are 0.99-1.06 times the estimate)."""
     cost = 0
+    e = g.pl % 2
+    row_outputs = 14 * (g.ow // 2) + 2 * (g.ow // 4) + (g.ow // 2) % 2 + 8 * (g.ow % 2) + 5
     for b0 in range(0, g.oh, nb):
         rows, iy0 = min(nb, g.oh - b0), b0 - g.pt
         in_rows = min(rows + 2, g.ih - iy0) - max(0, -iy0)
-        pairs = ((rows - 1) * pw + g.ow + 1) // 2
-        cost += -(-g.c // 4) * in_rows * (11 * g.iw + 10)
-        cost += g.c * (19 * pairs + 9 * rows * g.ow + (14 if g.ow % 2 else 5) * rows + 70)
+        pairs = ((rows - 1) * pw + g.ow + e + 1) // 2
+        cost += -(-g.c // 4) * (in_rows * (17 * (g.iw // 2) + 11 * (g.iw % 2) + 8) + 30)
+        cost += g.c * (35 * pairs // 2 + rows * row_outputs + K_CHANNEL)
     return cost
 
 
+def _pair_run(g: WindowLoops) -> tuple[int, int]:
+    """The output columns [start, end) of a row's interior pixels taken in pairs: an even count from an even column
+    (the rows' pixels are paired from their first)."""
+    first_even = g.cols[0] + g.cols[0] % 2
+    return first_even, first_even + max(g.cols[1] - first_even, 0) // 2 * 2
+
+
 def _dw_table_cost(g: WindowLoops) -> int:
-    """Estimated instructions of the dw_table kernels (pairs and single pixels) on one image, fitted to their
-    measured counts (bench/profile_steps.py: 27 per output of a pixel whose window is inside the input, 36 when it
-    reads padding: the table of its taps)."""
-    outputs = g.oh * g.ow
-    interior = max(g.rows[1] - g.rows[0], 0) * max(g.cols[1] - g.cols[0], 0)
-    return g.c * (27 * outputs + 9 * (outputs - interior))
+    """Estimated instructions of the dw_table kernels on one image of a 3x3 stride-1 step (its pixels in pairs),
+    fitted to their measured counts (bench/profile_steps.py): 27 per output of the pairs of an interior row's run,
+    30 of the other pairs (over a table of their columns), 36 for an odd row's last pixel (over a table of its
+    taps); within -3% .. +7% of DS-CNN's and MobileNetV1's steps of 32 or more channels (8 channels: 20% more).
+    Channel counts that are not a multiple of 4 take single pixels: 27 per output, 36 next to a border."""
+    if g.c % 4:
+        interior = max(g.rows[1] - g.rows[0], 0) * max(g.cols[1] - g.cols[0], 0)
+        return g.c * (36 * g.oh * g.ow - 9 * interior)
+    start, end = _pair_run(g)
+    interior_rows = max(g.rows[1] - g.rows[0], 0) if g.has_interior else 0
+    paired = g.ow - g.ow % 2
+    per_row = 27 * (end - start) + 30 * (paired - (end - start))
+    return g.c * (interior_rows * per_row + (g.oh - interior_rows) * 30 * paired + g.oh * (g.ow % 2) * 36)
 
 
 def _dw_rows_lengths(pw: int, nb: int, ow: int, channels: int, pl: int) -> tuple[int, int]:
