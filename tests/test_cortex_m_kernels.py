@@ -294,13 +294,14 @@ def _dw_pair_columns(prog: Program, rng: np.random.Generator, case, xs: str, izp
 
 def _dwr_cases(prog: Program, rng: np.random.Generator) -> None:
     """qc_dsp_dwr_s8_*: every requantization variant and one with exceptions (per tensor and per channel), over
-    images whose output rows are odd and even, SAME, VALID and one-sided padding, a pad value other than the input
-    zero point, channel counts with a last partial block of 4, and bands of nb rows that do not divide the output's
-    (the last band shorter)."""
+    images whose input and output rows are odd and even (one pixel wide: the C loops), SAME, VALID and one-sided
+    padding (an odd left padding: the planes' leading pad values), a pad value other than the input zero point,
+    channel counts with a last partial block of 4, and bands of nb rows that do not divide the output's (the last
+    band shorter)."""
     variants = [(mode, pc, clamp, 0) for mode in range(3) for pc in (0, 1) for clamp in (0, 1)]
     variants += [(0, 0, 0, 1), (0, 1, 1, 1)]
     shapes = [((7, 5, 8), (1, 1, 1, 1), 3), ((5, 6, 6), (0, 0, 0, 0), 2), ((4, 4, 5), (2, 0, 0, 2), 3),
-              ((3, 9, 4), (1, 1, 1, 1), 2)]
+              ((3, 9, 4), (1, 1, 1, 1), 2), ((6, 6, 8), (1, 1, 1, 1), 4), ((3, 1, 4), (1, 1, 1, 1), 2)]
     for i, (mode, pc, clamp, exc) in enumerate(variants):
         (ih, iw, c), (pt, pb, pl, pr), nb = shapes[i % len(shapes)]
         izp, zp = int(rng.integers(-128, 128)), int(rng.integers(-128, 128))
