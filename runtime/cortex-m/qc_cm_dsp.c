@@ -74,23 +74,6 @@
             [c2] "m"(o[4 * (ky) + 2]), [c3] "m"(o[4 * (ky) + 3])                                                    \
           : "memory")
 
-/* The same for a 3x3 window of stride 2 (dilation 1): B's window starts 2 columns after A's, so its column 0 is
-   A's column 2 and the pair reads 5 columns a row, o[5 ky + j] (j < 5): column 0 (A, tap 0), 2 (B, tap 0; LDRD
-   of tap 2's words; A, tap 2), 4 (B, tap 2), then tap 1's words, 1 (A) and 3 (B): per row 5 x 4 + 3 + 24 = 47
-   instructions, 141 per 72 MACs (two single pixels: 2 x 9 columns' words). */
-#define QC_DSP_DW2S2_ROW(ky, k0, k1, k2)                                                                            \
-  __asm__(QC_DSP_DW2_COL("c0") "ldrd %[w0], %[w1], [%[q], #" #k0 "]\n\t" QC_DSP_DW2_MLA("a0", "a1", "a2", "a3")     \
-          QC_DSP_DW2_COL("c2") QC_DSP_DW2_MLA("a4", "a5", "a6", "a7")                                               \
-          "ldrd %[w0], %[w1], [%[q], #" #k2 "]\n\t" QC_DSP_DW2_MLA("a0", "a1", "a2", "a3")                          \
-          QC_DSP_DW2_COL("c4") QC_DSP_DW2_MLA("a4", "a5", "a6", "a7")                                               \
-          QC_DSP_DW2_COL("c1") "ldrd %[w0], %[w1], [%[q], #" #k1 "]\n\t" QC_DSP_DW2_MLA("a0", "a1", "a2", "a3")     \
-          QC_DSP_DW2_COL("c3") QC_DSP_DW2_MLA("a4", "a5", "a6", "a7")                                               \
-          : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [a4] "+r"(a4), [a5] "+r"(a5),                \
-            [a6] "+r"(a6), [a7] "+r"(a7), [p] "=&r"(p), [ue] "=&r"(ue), [w0] "=&r"(w0), [w1] "=&r"(w1)               \
-          : [bc] "r"(bc), [q] "r"(q), [c0] "m"(o[5 * (ky)]), [c1] "m"(o[5 * (ky) + 1]),                             \
-            [c2] "m"(o[5 * (ky) + 2]), [c3] "m"(o[5 * (ky) + 3]), [c4] "m"(o[5 * (ky) + 4])                         \
-          : "memory")
-
 /* The int8 outputs of channel k of pixel A (accumulator A, doubled, clobbered) at ya + k and of B (B) at yb + k in
    mode 3 without the clamp (QC_DSP_RQN_*_M), the channel's pair at r + off bytes. One asm statement per channel
    (all four in one would need more than the 14 registers). */
@@ -109,18 +92,17 @@
 
 /* qc_dsp_dw_pixels for pairs of pixels (count / 2 of them; n % 4 == 0): per block of 4 channels, 8 accumulators
    over the 12 input words of both windows (each word widened once for the two pixels), then the int8 outputs
-   (qc_dsp_rq8) of A at y, of B at y + n. Column j < 4 of the windows' row ky is at b + cols[4 ky + j]; with s2
-   (stride 2) the 15 words of column j < 5 at b + cols[5 ky + j] (QC_DSP_DW2S2_ROW). o: a copy of cols, a local
-   array
+   (qc_dsp_rq8) of A at y, of B at y + n. Column j < 4 of the windows' row ky is at b + cols[4 ky + j]. o: a copy of
+   cols, a local array
    (so that its elements are stack operands of the asm without a register for their address, also at -Og), made
    with an opaque 0 added: GCC would otherwise read a copy of cols[] from cols itself, through a register. */
 static inline __attribute__((always_inline)) void qc_dsp_dw_pairs(const qc_dsp_dw_params *P, const uintptr_t *cols,
-    const int8_t *b, int8_t *y, int32_t pairs, int32_t step, int mode, int pc, int clamp, int s2) {
+    const int8_t *b, int8_t *y, int32_t pairs, int32_t step, int mode, int pc, int clamp) {
   const int32_t n = P->n, zp2p1 = P->zp2p1, lo = P->lo, hi = P->hi;
   const int32_t *rq = P->rq;
-  uintptr_t o[15], zero = 0;
+  uintptr_t o[12], zero = 0;
   __asm__("" : "+r"(zero));
-  for (int32_t j = 0; j < (s2 ? 15 : 12); ++j) {
+  for (int32_t j = 0; j < 12; ++j) {
     o[j] = cols[j] + zero;
   }
   for (int32_t i = 0; i < pairs; ++i, b += 2 * step, y += 2 * n) {
@@ -129,15 +111,9 @@ static inline __attribute__((always_inline)) void qc_dsp_dw_pairs(const qc_dsp_d
     for (int32_t c = 0; c < n; c += 4, bc += 4, q += 22) {
       int32_t a0 = q[0], a1 = q[1], a2 = q[2], a3 = q[3], a4 = a0, a5 = a1, a6 = a2, a7 = a3;
       uint32_t p, ue, w0, w1;
-      if (s2) {
-        QC_DSP_DW2S2_ROW(0, 16, 24, 32);
-        QC_DSP_DW2S2_ROW(1, 40, 48, 56);
-        QC_DSP_DW2S2_ROW(2, 64, 72, 80);
-      } else {
-        QC_DSP_DW2_ROW(0, 16, 24, 32);
-        QC_DSP_DW2_ROW(1, 40, 48, 56);
-        QC_DSP_DW2_ROW(2, 64, 72, 80);
-      }
+      QC_DSP_DW2_ROW(0, 16, 24, 32);
+      QC_DSP_DW2_ROW(1, 40, 48, 56);
+      QC_DSP_DW2_ROW(2, 64, 72, 80);
       const int32_t *r = pc ? rq + 2 * c : rq;
       if (mode == 3 && !clamp) {
         uint32_t m, sh;
@@ -169,21 +145,21 @@ static inline __attribute__((always_inline)) void qc_dsp_dw_pairs(const qc_dsp_d
 /* All channels of `count` output pixels (qc_cm_dsp.h qc_dsp_dw_*): blocks of 4 channels in registers over all the
    taps (9 unrolled), then the last n % 4 channels from the int8 weights (c4: n is a multiple of 4, no such channel).
    Stored as int32 at acc (mode < 0), or requantized (qc_dsp_rq8 `mode`; pc: per-channel pairs) as int8 at y.
-   With cols (dw_s8_<rq>_pair, _pair2: count even, int8 outputs, c4), the pixels in pairs over the windows'
-   columns at b + cols[] (qc_dsp_dw_pairs; s2: of stride 2; tab: cols, unread). The _pair entries call this whole function with an even count,
+   With cols (dw_s8_<rq>_pair: count even, int8 outputs, c4), the pixels in pairs over the windows' columns at
+   b + cols[] (qc_dsp_dw_pairs; tab: cols, unread). The _pair entries call this whole function with an even count,
    not qc_dsp_dw_pairs alone: without the single pixels' code (compiled, not run), in some variants and at -Og and
    -O1, GCC found no registers for the pairs' asm. */
 static inline __attribute__((always_inline)) void qc_dsp_dw_pixels(const qc_dsp_dw_params *P, const uintptr_t *tab,
     const int8_t *b, int8_t *y, int32_t *acc, int32_t count, int32_t step, int mode, int pc, int clamp, int c4,
-    const uintptr_t *cols, int s2) {
+    const uintptr_t *cols) {
   const int32_t n = P->n, taps = P->taps, n4 = c4 ? n : n / 4 * 4, zp2p1 = P->zp2p1, lo = P->lo, hi = P->hi;
   const int32_t *rq = P->rq;
   if (cols) {
-    uintptr_t oc[15];  /* (a local copy, as the one qc_dsp_dw_pairs makes of it: see there) */
-    for (int32_t j = 0; j < (s2 ? 15 : 12); ++j) {
-      oc[j] = cols[j];
+    uintptr_t c12[12];  /* (a local copy, as the one qc_dsp_dw_pairs makes of it: see there) */
+    for (int32_t j = 0; j < 12; ++j) {
+      c12[j] = cols[j];
     }
-    qc_dsp_dw_pairs(P, oc, b, y, count / 2, step, mode, pc, clamp, s2);
+    qc_dsp_dw_pairs(P, c12, b, y, count / 2, step, mode, pc, clamp);
     b += count / 2 * 2 * step;
     y += count / 2 * 2 * n;
     count %= 2;
@@ -251,11 +227,11 @@ static inline __attribute__((always_inline)) void qc_dsp_dw_pixels(const qc_dsp_
 
 void qc_dsp_dw_s32(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int32_t *acc, int32_t count,
                    int32_t step) {
-  qc_dsp_dw_pixels(P, tab, b, NULL, acc, count, step, -1, 0, 0, 0, NULL, 0);
+  qc_dsp_dw_pixels(P, tab, b, NULL, acc, count, step, -1, 0, 0, 0, NULL);
 }
 void qc_dsp_dw_s32_c4(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int32_t *acc, int32_t count,
                       int32_t step) {
-  qc_dsp_dw_pixels(P, tab, b, NULL, acc, count, step, -1, 0, 0, 1, NULL, 0);
+  qc_dsp_dw_pixels(P, tab, b, NULL, acc, count, step, -1, 0, 0, 1, NULL);
 }
 
 /* (mode 2: the doubled sums of mode 3) */
@@ -263,19 +239,15 @@ void qc_dsp_dw_s32_c4(const qc_dsp_dw_params *P, const uintptr_t *tab, const int
 #define QC_DSP_DW_DEFINE(RQ, MODE, PC, CLAMP, A)                                                                   \
   void qc_dsp_dw_s8_##RQ(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int8_t *y,            \
                          int32_t count, int32_t step) {                                                            \
-    qc_dsp_dw_pixels(P, tab, b, y, NULL, count, step, QC_DSP_DW_MODE(MODE), PC, CLAMP, 0, NULL, 0);                \
+    qc_dsp_dw_pixels(P, tab, b, y, NULL, count, step, QC_DSP_DW_MODE(MODE), PC, CLAMP, 0, NULL);                   \
   }                                                                                                                \
   void qc_dsp_dw_s8_##RQ##_c4(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int8_t *y,       \
                               int32_t count, int32_t step) {                                                       \
-    qc_dsp_dw_pixels(P, tab, b, y, NULL, count, step, QC_DSP_DW_MODE(MODE), PC, CLAMP, 1, NULL, 0);                \
+    qc_dsp_dw_pixels(P, tab, b, y, NULL, count, step, QC_DSP_DW_MODE(MODE), PC, CLAMP, 1, NULL);                   \
   }                                                                                                                \
   void qc_dsp_dw_s8_##RQ##_pair(const qc_dsp_dw_params *P, const uintptr_t *cols, const int8_t *b, int8_t *y,    \
                                 int32_t count, int32_t step) {                                                     \
-    qc_dsp_dw_pixels(P, cols, b, y, NULL, count & ~1, step, QC_DSP_DW_MODE(MODE), PC, CLAMP, 1, cols, 0);         \
-  }                                                                                                                \
-  void qc_dsp_dw_s8_##RQ##_pair2(const qc_dsp_dw_params *P, const uintptr_t *cols, const int8_t *b, int8_t *y,   \
-                                 int32_t count, int32_t step) {                                                    \
-    qc_dsp_dw_pixels(P, cols, b, y, NULL, count & ~1, step, QC_DSP_DW_MODE(MODE), PC, CLAMP, 1, cols, 1);         \
+    qc_dsp_dw_pixels(P, cols, b, y, NULL, count & ~1, step, QC_DSP_DW_MODE(MODE), PC, CLAMP, 1, cols);                \
   }
 QC_DSP_RQ_VARIANTS(QC_DSP_DW_DEFINE, dw)
 QC_DSP_RQ_EXC_VARIANTS(QC_DSP_DW_DEFINE, dw)

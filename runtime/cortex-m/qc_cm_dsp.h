@@ -14,9 +14,9 @@
  *   conv_{2px,3px}_<w>_<rq>[_g<n>]   every output channel of 2 or 3 output pixels, requantized to int8 inside;
  *   conv_{2px,3px}_<w>_packed        the same for mode 2 without the clamp on doubled sums, the starts and
  *                                     requantization pairs inside the weights (dsp_packed; 3px: one asm loop);
- *   dw_s8_<rq>[_c4|_pair|_pair2], dw_s32[_c4] depthwise convolution pixels, requantized to int8 or as int32
- *                                     sums (_c4: channel counts that are multiples of 4; _pair, _pair2: two pixels
- *                                     of a 3x3 window of stride 1 or 2 over a table of their columns);
+ *   dw_s8_<rq>[_c4|_pair], dw_s32[_c4] depthwise convolution pixels, requantized to int8 or as int32 sums (_c4:
+ *                                     channel counts that are multiples of 4; _pair: two pixels of a 3x3 window
+ *                                     over a table of their columns);
  * where <w> is the weight layout (s8x2: int8 words of 2 rows, q15x2: their SMLAD int16 pairs; made at generation
  * time, qcodegen/kernels/cortex_m_dsp/layouts.py), <rq> the requantization (single, double: TOSA SINGLE_ROUND /
  * DOUBLE_ROUND; double_n: DOUBLE_ROUND for accumulators below 2^30 in magnitude; _pc: per-channel scales; _clamp:
@@ -67,8 +67,7 @@ typedef struct {
    dw_s8_<rq>_pair: `count` (even) output pixels of a 3x3 window whose horizontal stride equals its dilation
    (n % 4 == 0) in pairs of horizontal neighbours, column j < 4 of the first pair's windows' row ky at
    b + cols[4 ky + j] (with b = NULL: an input pixel's channels, or a row of pad values), the next pair's 2 step
-   further: the pixels next to a border in pairs. dw_s8_<rq>_pair2: the same for a 3x3 window of stride 2 and
-   dilation 1, column j < 5 of the pair's windows' row ky at b + cols[5 ky + j]. */
+   further: the pixels next to a border in pairs. */
 void qc_dsp_dw_s32(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int32_t *acc, int32_t count,
                    int32_t step);
 void qc_dsp_dw_s32_c4(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int32_t *acc, int32_t count,
@@ -79,9 +78,7 @@ void qc_dsp_dw_s32_c4(const qc_dsp_dw_params *P, const uintptr_t *tab, const int
   void qc_dsp_dw_s8_##RQ##_c4(const qc_dsp_dw_params *P, const uintptr_t *tab, const int8_t *b, int8_t *y,       \
                               int32_t count, int32_t step);                                                \
   void qc_dsp_dw_s8_##RQ##_pair(const qc_dsp_dw_params *P, const uintptr_t *cols, const int8_t *b, int8_t *y,   \
-                                int32_t count, int32_t step);                                                      \
-  void qc_dsp_dw_s8_##RQ##_pair2(const qc_dsp_dw_params *P, const uintptr_t *cols, const int8_t *b, int8_t *y,  \
-                                 int32_t count, int32_t step);
+                                int32_t count, int32_t step);
 QC_DSP_RQ_VARIANTS(QC_DSP_DW_DECLARE, dw)
 QC_DSP_RQ_EXC_VARIANTS(QC_DSP_DW_DECLARE, dw)
 

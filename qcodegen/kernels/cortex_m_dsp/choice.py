@@ -145,11 +145,10 @@ class Depthwise:
     """form "dw_table" (templates/cortex-m/_depthwise.c.j2 table_body): fn per run of interior pixels of an output
     row (runs) or per pixel; int8: fn requantizes and stores the int8 outputs (else int32 sums: stored as they
     are when runs, else requantized by the step); pair: the kernel of pixels in pairs over a table of their 12
-    input columns (qc_dsp_dw_s8_<rq>_pair, 3x3 windows whose horizontal stride equals their dilation; _pair2, of
-    stride 2 and dilation 1: their 15 columns: the interior runs over the constant `columns`, the pairs next to a
-    border over their addresses; fn then takes the single pixels; "" when the step has none); pair_run: the output
-    columns [start, end) of the interior pairs (an even count from an even column: the rows' pixels are paired
-    from their first); pair_span: the columns of a pair's windows a row (4, or 5 for _pair2)."""
+    input columns (qc_dsp_dw_s8_<rq>_pair, 3x3 windows whose horizontal stride equals their dilation: the interior
+    runs over the constant `columns`, the pairs next to a border over their addresses; fn then takes the single
+    pixels; "" when the step has none); pair_run: the output columns [start, end) of the interior pairs (an even
+    count from an even column: the rows' pixels are paired from their first)."""
 
     fn: str
     runs: bool
@@ -161,7 +160,6 @@ class Depthwise:
     hi: int
     pair: str
     pair_run: tuple[int, int]
-    pair_span: int
 
 
 @dataclass(frozen=True)
@@ -388,26 +386,22 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
         if (g.kh, g.kw) == (3, 3) and g.sx == g.dx and c.rows % 4 == 0:
             pair = f"{fn}_pair"
             reason += "; pixels in pairs (3x3, the horizontal stride equal to the dilation)"
-        elif (g.kh, g.kw, g.sx, g.dx) == (3, 3, 2, 1) and c.rows % 4 == 0:
-            pair = f"{fn}_pair2"
-            reason += "; pixels in pairs (3x3, stride 2: a column shared by the pair's windows)"
     else:
         fn = "qc_dsp_dw_s32"
     if c.rows % 4 == 0:
         fn += "_c4"  # (no code for channels after the last group of 4)
-    span = 4 if g.sx == g.dx else 5  # a pair's window columns a row
     pair_run = _pair_run(g) if pair else (0, 0)
     if g.has_interior:
         offsets = [(ky * g.dy * g.iw + kx * g.dx) * c.rows for ky in range(g.kh) for kx in range(g.kw)]
         if not pair or g.all_interior:  # (else the single pixels read padding, over tables of their taps)
             arrays["taps"] = step_array(names, "tap_offsets", np.array(offsets, np.uint32), "uintptr_t")
-        if pair_run[1] > pair_run[0]:  # the interior pairs' window columns: column j one dilation after j - 1
-            columns = [offsets[3 * ky] + j * g.dx * c.rows for ky in range(3) for j in range(span)]
+        if pair_run[1] > pair_run[0]:  # the interior pairs' window columns: column j one stride after j - 1
+            columns = [offsets[3 * ky] + j * g.sx * c.rows for ky in range(3) for j in range(4)]
             arrays["columns"] = step_array(names, "pair_columns", np.array(columns, np.uint32), "uintptr_t")
     runs = int8 or (c.rq is None and c.y.dtype.ctype == "int32_t")
     rq = c.rq
     params = Depthwise(fn, runs, int8, c.rows, c.taps, 2 * rq.output_zp + 1 if int8 and rq else 0,
-                       rq.lo if int8 and rq else 0, rq.hi if int8 and rq else 0, pair, pair_run, span)
+                       rq.lo if int8 and rq else 0, rq.hi if int8 and rq else 0, pair, pair_run)
     unread = {2} if c.rows % 4 else {1, 2}
     return KernelChoice(fn, reason, "dsp_dw_q15_base", "dw_table", arrays, params, frozenset(unread),
                         step_constants=not runs, requantize=None if runs else store, files=DW_FILES)
