@@ -91,7 +91,7 @@ def _dot_cases(prog: Program, rng: np.random.Generator) -> None:
 def _conv_cases(prog: Program, rng: np.random.Generator) -> None:
     """qc_mve_conv_{1px,2px}_{s8,s16}: rows within one chunk, whole chunks, a tail chunk, the looped long rows;
     whole blocks of 4 rows and a last partial block; per-tensor and per-channel scales, both roundings, clamps;
-    a pair, and a last odd pixel paired with itself."""
+    a pair, and a last odd pixel paired with itself; runs of 2 and 3 contiguous pixels (qc_mve_conv_run_*)."""
     shapes = [(3, 6), (16, 4), (17, 13), (40, 8), (135, 5), (264, 4)]
     for i, (k, rows) in enumerate(shapes):
         for out16 in (0, 1):
@@ -120,6 +120,48 @@ def _conv_cases(prog: Program, rng: np.random.Generator) -> None:
             prog.check(params + f"  const int8_t *volatile x2 = {xs} + {2 * k};\n"
                        f"  qc_mve_conv_2px_{suffix}(&P, x2, {xs} + {2 * k}, y, 0);", "y", expected[2])
             prog.check(params + f"  qc_mve_conv_1px_{suffix}(&P, {xs} + {k}, y);", "y", expected[1])
+            prog.check(params + f"  qc_mve_conv_run_{suffix}(&P, {xs}, y, {3 - i % 2});", "y", expected[:3 - i % 2])
+
+
+def _conv_rows_cases(prog: Program, rng: np.random.Generator) -> None:
+    """qc_mve_conv_rows_{s8,s16}: MobileNetV1's first convolution (3x3 stride 2 over 3 channels, padding after the
+    input), a batch of 2 with padding on every side and an odd output width (the last pixel of each row alone), a
+    pad value other than the input zero point, rows of 16 inputs, and input columns past the last window (the rows'
+    copies cut short); the windows against numpy's, both roundings, clamps, whole and partial blocks of 4 rows."""
+    # channels, (batch, height, width), kernel, stride, padding (top, bottom, left, right), output channels
+    shapes = [(3, (1, 7, 9), (3, 3), (2, 2), (0, 1, 0, 1), 8), (1, (2, 6, 5), (4, 3), (1, 1), (1, 2, 1, 1), 5),
+              (2, (1, 6, 7), (3, 2), (2, 1), (1, 1, 0, 1), 12), (4, (1, 5, 8), (2, 4), (1, 2), (0, 0, 0, 0), 4)]
+    for i, (c, (batch, h, wd), (kh, kw), (sy, sx), (pt, pb, pl, pr), rows) in enumerate(shapes):
+        out16, dbl, clamp = i % 2, i // 2 % 2, (i + 1) // 2 % 2
+        izp, zp = int(rng.integers(-128, 128)), int(rng.integers(-128, 128))
+        pad = izp if i != 2 else int(rng.integers(-128, 128))
+        full = (-32768, 32767) if out16 else (-128, 127)
+        lo, hi = ((-3000, 9000) if out16 else (-60, 70)) if clamp else full
+        x = rng.integers(-128, 128, (batch, h, wd, c))
+        x[0, 0] = -128
+        padded = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=pad)
+        oh, ow = (h + pt + pb - kh) // sy + 1, (wd + pl + pr - kw) // sx + 1
+        windows = np.array([padded[b, oy * sy:oy * sy + kh, ox * sx:ox * sx + kw].reshape(-1)
+                            for b in range(batch) for oy in range(oh) for ox in range(ow)])
+        k = kh * kw * c
+        w = rng.integers(-128, 128, (rows, k))
+        w[0] = 127
+        bias = rng.integers(-(1 << 12), 1 << 12, rows)
+        # scales of 2^-11 .. 2^-7 (int8) and 2^-5 .. 2^-1 (int16) over accumulators of ~2^15: most outputs inside the
+        # clamp, so that a tap read from the wrong place changes them
+        per = rows if i % 2 == 0 else 1
+        mults = [int(m) for m in rng.integers(1 << 28, 1 << 31, per)]
+        shifts = [int(v) for v in rng.integers(33, 35, per) + (0 if out16 else 6)]
+        expected = rescale(conv_accumulators(windows, w, bias, izp), mults, shifts, ROUNDINGS[dbl], zp, lo, hi,
+                           "i16" if out16 else "i8")
+        cols = (ow - 1) * sx + kw
+        geometry = (batch, h, wd, c, oh, ow, kh, kw, sy, sx, pt, pl, cols, pad)
+        ctype, suffix = ("int16_t", "s16") if out16 else ("int8_t", "s8")
+        stream = prog.array("int32_t", layouts.mve_pw4x2(w, rows, bias, izp, mults, shifts))
+        prog.check(f"  const qc_mve_conv_params P = {{{stream}, {rows}, {k}, {dbl}, {zp}, {lo}, {hi}}};\n"
+                   f"  const qc_mve_conv_geo G = {{{', '.join(map(str, geometry))}}};\n"
+                   f"  {ctype} y[{expected.size}];\n  int8_t scratch[{kh * cols * c + 2 * (k + 16)}];\n"
+                   f"  qc_mve_conv_rows_{suffix}(&P, &G, {prog.array('int8_t', x)}, y, scratch);", "y", expected)
 
 
 def _dw_cases(prog: Program, rng: np.random.Generator) -> None:
@@ -207,6 +249,17 @@ def _dw_rows_cases(prog: Program, rng: np.random.Generator) -> None:
                    rescale(acc.reshape(-1, c), mults, shifts, ROUNDINGS[dbl], zp, lo, hi))
 
 
+def _gather_cases(prog: Program, rng: np.random.Generator) -> None:
+    """qc_mve_gather_rows: runs of 1, 9 (MobileNetV1's first convolution: 3 x 3 taps of 3 channels) and 16 elements
+    at a row stride (the source's last run followed by 16 - n bytes: whole 16-byte loads); the window's elements in
+    run order (each run's 16-byte store overwritten by the next run)."""
+    for n, rows, stride in ((1, 4, 5), (9, 3, 288), (16, 2, 16), (12, 5, 40)):
+        x = rng.integers(-128, 128, (rows - 1) * stride + 16)
+        window = np.concatenate([x[r * stride:r * stride + n] for r in range(rows)])
+        prog.check(f"  int8_t y[{rows * n + 16}];\n  qc_mve_gather_rows(y, {prog.array('int8_t', x)}, {stride}, "
+                   f"{n}, {rows});", "y", window)
+
+
 def _mla_cases(prog: Program, rng: np.random.Generator) -> None:
     """qc_mve_mla_s8: one tap of the portable depthwise loops, whole groups of 4 and a predicated tail."""
     for n in (4, 7, 33):
@@ -226,7 +279,9 @@ def test_kernels_against_the_numpy_primitives(tmp_path):
     rng = np.random.default_rng(55)
     _dot_cases(prog, rng)
     _conv_cases(prog, rng)
+    _conv_rows_cases(prog, rng)
     _dw_cases(prog, rng)
     _dw_rows_cases(prog, rng)
     _mla_cases(prog, rng)
+    _gather_cases(prog, rng)
     assert prog.mismatches(prog.run(tmp_path)) == ""

@@ -588,9 +588,9 @@ def test_depthwise_border_pixels(m55, tmp_path):
     (40, 3, 8, True, "double_round", (-128, 127)), (135, 3, 8, True, "double_round", (-128, 127)),
     (264, 3, 4, False, "single_round", (-128, 127)), (128, 2, 8, True, "double_round", (-128, 127))])
 def test_pixel_pairs(m55, k, pixels, oc, per_channel, rounding, out_range, tmp_path):
-    """1x1 FUSED_CONV with k input channels: pixels in pairs (qc_mve_conv_2px_*: asm per block of 4 channels; chunks
-    unrolled up to 8, then by 4 in a loop: k 135, 264; partial last chunks), odd pixel counts (the last one paired
-    with itself), leftover rows (oc % 4); biases near the accumulator's limits for short rows."""
+    """1x1 FUSED_CONV with k input channels: every pixel pair by one qc_mve_conv_run_* call (asm per block of 4
+    channels; chunks unrolled up to 8, then by 4 in a loop: k 135, 264; partial last chunks), odd pixel counts (the
+    last one by the one-pixel kernel), leftover rows (oc % 4); biases near the accumulator's limits for short rows."""
     rng = np.random.default_rng(k * 7 + pixels)
     n = oc if per_channel else 1
     scales = [(int(m), int(s)) for m, s in zip(rng.integers(1, 1 << 31, n), rng.integers(33, 40, n), strict=True)]
@@ -598,13 +598,16 @@ def test_pixel_pairs(m55, k, pixels, oc, per_channel, rounding, out_range, tmp_p
     sched = _conv_rescale(oc, rounding, scales, bias, int(rng.integers(-128, 128)), out_range, k=k, pixels=pixels)
     _check_requantized(sched, m55, tmp_path)
     k = _choice(sched, m55)
-    assert k.form == "conv_px" and k.params.pairs == (pixels >= 2)
+    assert k.form == "conv_px" and k.params.pairs == k.params.run == (pixels >= 2)
     assert f"{k.kernel}(&qc_pw" in (tmp_path / "t.c").read_text()
 
 
-@pytest.mark.parametrize("c, oc, hw, izp", [(3, 8, (5, 6), -128), (3, 5, (4, 3), 7), (2, 12, (3, 3), 0)])
+@pytest.mark.parametrize("c, oc, hw, izp", [(3, 8, (5, 6), -128), (3, 5, (4, 3), 7), (2, 12, (3, 3), 0),
+                                            (6, 8, (5, 5), 3)])
 def test_gathered_window_pairs(m55, c, oc, hw, izp, tmp_path):
-    """3x3 stride-2 CONV2D with padding: the two windows of a pair gathered into their slots (the `window` hook)."""
+    """3x3 stride-2 CONV2D with padding: window rows of at most 16 inputs by qc_mve_conv_rows_* (the input rows
+    copied with their padding, a pair's windows gathered from there; odd output widths: a row's last pixel alone),
+    longer ones (6 channels: 18) gathered per pixel into a pair's two slots (the `window` hook)."""
     rng = np.random.default_rng(c * oc)
     w = rng.integers(-128, 128, (oc, 3, 3, c)).astype(np.int8)
     bias = rng.integers(-5000, 5000, oc).astype(np.int32)
@@ -614,5 +617,10 @@ def test_gathered_window_pairs(m55, c, oc, hw, izp, tmp_path):
     rescale = dict(multiplier=rng.integers(1 << 30, 1 << 31, oc).tolist(), shift=rng.integers(33, 38, oc).tolist(),
                    output_zp=int(rng.integers(-128, 128)), per_channel=True, rounding="double_round")
     sched = _fused("CONV2D", (1, *hw, c), w, bias, (1, oh, ow, oc), conv, rescale)
-    assert "qc_win[p & 1]" in _generated(sched, m55, tmp_path)
+    src = _generated(sched, m55, tmp_path)
+    k = _choice(sched, m55)
+    if 3 * c <= 16:
+        assert k.params.geometry and f"{k.kernel}(&qc_pw, &qc_geo" in src
+    else:
+        assert not k.params.geometry and "qc_win[p & 1]" in src
     _check(sched, m55, [np.full((1, *hw, c), -128), np.full((1, *hw, c), 127)])

@@ -263,20 +263,6 @@ void qc_mve_dw_s8_double_clamp(const qc_mve_dw_params *P, const uintptr_t *tab, 
   qc_mve_dw_run(P, tab, b, y, count, step, 1, 1);
 }
 
-/* d[0 .. bytes) = s[...] (s NULL: the byte v everywhere), 16 bytes a load and store, the last ones predicated (a
-   tail-predicated low-overhead loop). */
-static void qc_mve_copy8(int8_t *d, const int8_t *s, int8_t v, int32_t bytes) {
-  int8x16_t q = vdupq_n_s8(v);
-  if (s) {
-    __asm__ volatile("wlstp.8 lr, %[k], 2f\n1:\n\tvldrb.8 %q[q], [%[s]], #16\n\tvstrb.8 %q[q], [%[d]], #16\n\t"
-                     "letp lr, 1b\n2:"
-                     : [q] "=&w"(q), [s] "+r"(s), [d] "+r"(d) : [k] "r"(bytes) : "lr", "memory");
-  } else {
-    __asm__ volatile("wlstp.8 lr, %[k], 2f\n1:\n\tvstrb.8 %q[q], [%[d]], #16\n\tletp lr, 1b\n2:"
-                     : [d] "+r"(d) : [q] "w"(q), [k] "r"(bytes) : "lr", "memory");
-  }
-}
-
 void qc_mve_dw_s8_rows(qc_mve_dw_fn *fn, const qc_mve_dw_params *P, const qc_mve_dw_geo *G, const uintptr_t *tab,
                        const int8_t *x, int8_t *y, int8_t *scratch) {
   const int32_t c = P->n, row = G->cols * c, slots = G->slots, taps = G->kh * G->kw;

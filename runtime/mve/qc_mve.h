@@ -13,6 +13,10 @@
  *
  * Names: qc_mve_<op>_<variant>_<dtype>:
  *   conv_{1px,2px}_{s8,s16}    every output channel of 1 or 2 output pixels, requantized to int8 / int16 inside;
+ *   conv_run_{s8,s16}          every pixel of a 1x1 stride-1 step (contiguous pixels), in pairs;
+ *   conv_rows_{s8,s16}         every pixel of a step whose window rows are runs of at most 16 inputs, one output
+ *                              row at a time over its input rows copied with their padding;
+ *   copy8, gather_rows         copies of rows (a value where there is no source) and of a window's runs;
  *   dot_s8, dot_4rows_s8       sums of int8 products of 1 or 4 weight rows (the step requantizes);
  *   dw_s8_<rq>[_clamp], dw_s32 depthwise convolution pixels, requantized to int8 (rq: single, double: TOSA
  *                              SINGLE_ROUND / DOUBLE_ROUND; _clamp: a clamp inside int8) or as int32 sums;
@@ -66,6 +70,30 @@ QC_MVE_INLINE void qc_mve_copy_s8(int8_t *dst, const int8_t *src, int32_t n) {
   if (i < n) {
     const mve_pred16_t p = vctp8q((uint32_t)(n - i));
     vstrbq_p_s8(dst + i, vldrbq_z_s8(src + i, p), p);
+  }
+}
+
+/* d[0 .. bytes) = s[...] (s NULL: the byte v everywhere), 16 bytes a load and store, the last ones predicated (a
+   tail-predicated low-overhead loop). */
+QC_MVE_INLINE void qc_mve_copy8(int8_t *d, const int8_t *s, int8_t v, int32_t bytes) {
+  int8x16_t q = vdupq_n_s8(v);
+  if (s) {
+    __asm__ volatile("wlstp.8 lr, %[k], 2f\n1:\n\tvldrb.8 %q[q], [%[s]], #16\n\tvstrb.8 %q[q], [%[d]], #16\n\t"
+                     "letp lr, 1b\n2:"
+                     : [q] "=&w"(q), [s] "+r"(s), [d] "+r"(d) : [k] "r"(bytes) : "lr", "memory");
+  } else {
+    __asm__ volatile("wlstp.8 lr, %[k], 2f\n1:\n\tvstrb.8 %q[q], [%[d]], #16\n\tletp lr, 1b\n2:"
+                     : [d] "+r"(d) : [q] "w"(q), [k] "r"(bytes) : "lr", "memory");
+  }
+}
+
+/* A convolution's window of `rows` runs of n <= 16 int8 (run r at src + r * stride, 16 bytes readable from each)
+   gathered to dst + r * n: each run by one 16-byte load and store; dst holds 16 - n bytes more than the window (a
+   run's last 16 - n bytes, overwritten by the next run's). Unrolled: rows is a constant. */
+QC_MVE_INLINE void qc_mve_gather_rows(int8_t *dst, const int8_t *src, int32_t stride, int32_t n, int32_t rows) {
+#pragma GCC unroll 16
+  for (int32_t r = 0; r < rows; ++r) {
+    vstrbq_s8(dst + r * n, vldrbq_s8(src + r * stride));
   }
 }
 

@@ -57,7 +57,7 @@ QC_MVE_INLINE void qc_mve_conv_store_pair8(int32x4_t va, int32x4_t vb, int32x4_t
   /* VQMOVNB into va (dead): GCC copies a register that is still needed before the instruction writes it */
   int16x8_t h = vqmovnbq_s32(vreinterpretq_s16_s32(va), qc_mve_floor32(va, m, s1, P->dbl));
   h = vqmovntq_s32(h, qc_mve_floor32(vb, m, s1, P->dbl));
-  const int16x8_t z = P->zp ? vqaddq_s16(h, vdupq_n_s16((int16_t)P->zp)) : h;
+  const int16x8_t z = P->zp ? vqaddq_n_s16(h, (int16_t)P->zp) : h;
   if (P->lo > -128 || P->hi < 127) {
     vstrbq_scatter_offset_s16(y, off, vminq_s16(vmaxq_s16(z, vdupq_n_s16((int16_t)P->lo)),
                                                 vdupq_n_s16((int16_t)P->hi)));
@@ -208,8 +208,13 @@ QC_MVE_INLINE const int32_t *qc_mve_pw_rows(const qc_mve_conv_params *P, const i
   return q;
 }
 
-QC_MVE_INLINE void qc_mve_conv_2px(const qc_mve_conv_params *P, const int8_t *x0, const int8_t *x1, void *y,
-                                   int32_t ys, int out16) {
+/* The most blocks of 4 rows times 16-byte chunks a row whose loop qc_mve_conv_2px unrolls. */
+#define QC_MVE_PAIR_UNROLL 4
+
+/* qc_mve_conv_2px with the scatter offsets off = qc_mve_pair_offsets(ys) (the callers over many pairs make them
+   once: GCC recomputes them per pair otherwise). */
+QC_MVE_INLINE void qc_mve_conv_pair(const qc_mve_conv_params *P, const int8_t *x0, const int8_t *x1, void *y,
+                                    int32_t ys, uint16x8_t off, int out16) {
   const int32_t k = P->k, size = out16 ? 2 : 1, blocks = P->rows / 4;
   const int32_t *q = P->q;
   int8x16_t xa = vuninitializedq_s8(), xb = xa;
@@ -218,14 +223,25 @@ QC_MVE_INLINE void qc_mve_conv_2px(const qc_mve_conv_params *P, const int8_t *x0
     xa = k < 16 ? vldrbq_z_s8(x0, pk) : vldrbq_s8(x0);
     xb = k < 16 ? vldrbq_z_s8(x1, pk) : vldrbq_s8(x1);
   }
-  const uint16x8_t off = qc_mve_pair_offsets(ys);
   char *yb = (char *)y;
-  for (int32_t i = 0; i < blocks; ++i, yb += 4 * size) {
-    q = qc_mve_pw_rows(P, q, x0, x1, xa, xb, k, yb, ys * size, off, 4, out16);
+  if (blocks * ((k + 15) / 16) <= QC_MVE_PAIR_UNROLL) {  /* (measured: the loop's counter and constants reloaded) */
+#pragma GCC unroll 8
+    for (int32_t i = 0; i < blocks; ++i, yb += 4 * size) {
+      q = qc_mve_pw_rows(P, q, x0, x1, xa, xb, k, yb, ys * size, off, 4, out16);
+    }
+  } else {
+    for (int32_t i = 0; i < blocks; ++i, yb += 4 * size) {
+      q = qc_mve_pw_rows(P, q, x0, x1, xa, xb, k, yb, ys * size, off, 4, out16);
+    }
   }
   if (P->rows % 4) {
     qc_mve_pw_rows(P, q, x0, x1, xa, xb, k, yb, ys * size, off, P->rows % 4, out16);
   }
+}
+
+QC_MVE_INLINE void qc_mve_conv_2px(const qc_mve_conv_params *P, const int8_t *x0, const int8_t *x1, void *y,
+                                   int32_t ys, int out16) {
+  qc_mve_conv_pair(P, x0, x1, y, ys, qc_mve_pair_offsets(ys), out16);
 }
 
 QC_MVE_INLINE void qc_mve_conv_2px_s8(const qc_mve_conv_params *P, const int8_t *x0, const int8_t *x1, int8_t *y,
@@ -308,6 +324,88 @@ QC_MVE_INLINE void qc_mve_conv_1px_s8(const qc_mve_conv_params *P, const int8_t 
 
 QC_MVE_INLINE void qc_mve_conv_1px_s16(const qc_mve_conv_params *P, const int8_t *x, int16_t *y) {
   qc_mve_conv_1px(P, x, y, 1);
+}
+
+/* Every output channel of `pixels` output pixels whose k inputs follow each other from x (pixel i at x + i k: a 1x1
+   convolution at stride 1), in pairs (a last odd pixel by qc_mve_conv_1px: paired with itself, GCC 12 finds no
+   registers for the in-out input pointers of the long rows' asm), stored at y (pixel i at + i rows). */
+QC_MVE_INLINE void qc_mve_conv_run(const qc_mve_conv_params *P, const int8_t *x, void *y, int32_t pixels,
+                                   int out16) {
+  const int32_t k = P->k, ys = P->rows, step = 2 * ys * (out16 ? 2 : 1);
+  const uint16x8_t off = qc_mve_pair_offsets(ys);
+  char *yb = (char *)y;
+  for (int32_t i = 1; i < pixels; i += 2, x += 2 * k, yb += step) {
+    qc_mve_conv_pair(P, x, x + k, yb, ys, off, out16);
+  }
+  if (pixels % 2) {
+    qc_mve_conv_1px(P, x, yb, out16);
+  }
+}
+
+QC_MVE_INLINE void qc_mve_conv_run_s8(const qc_mve_conv_params *P, const int8_t *x, int8_t *y, int32_t pixels) {
+  qc_mve_conv_run(P, x, y, pixels, 0);
+}
+
+QC_MVE_INLINE void qc_mve_conv_run_s16(const qc_mve_conv_params *P, const int8_t *x, int16_t *y, int32_t pixels) {
+  qc_mve_conv_run(P, x, y, pixels, 1);
+}
+
+/* The geometry of qc_mve_conv_rows (dilation 1): batches n, input ih x iw x c, output oh x ow, kernel kh x kw,
+   stride sy, sx, top and left padding pt, pl; the scratch's rows of cols = (ow - 1) sx + kw pixels; pad: the value
+   a tap outside the input reads. */
+typedef struct {
+  int32_t n, ih, iw, c, oh, ow, kh, kw, sy, sx, pt, pl, cols, pad;
+} qc_mve_conv_geo;
+
+/* Every output pixel of a convolution whose windows' rows are runs of kw c <= 16 inputs, one output row at a time:
+   its kh input rows copied to `scratch` with the padding around them (rows of cols pixels: pl pixels of pad, the
+   input row, pad up to cols; a row outside the input all pad), so that every window is inside; then per pixel pair
+   the two windows gathered from there (qc_mve_gather_rows by whole 16-byte loads: a run's 16 bytes end at most
+   16 - kw c bytes past the last row, inside the windows that follow the rows; into the 2 (k + 16) bytes after
+   the rows) for qc_mve_conv_2px, a last odd pixel of a row by qc_mve_conv_1px. The outputs at y (pixel i at
+   + i rows). */
+QC_MVE_INLINE void qc_mve_conv_rows(const qc_mve_conv_params *P, const qc_mve_conv_geo *G, const int8_t *x, void *y,
+                                    int8_t *scratch, int out16) {
+  const int32_t c = G->c, run = G->kw * c, row = G->cols * c, ys = P->rows * (out16 ? 2 : 1);
+  const int32_t left = G->pl * c, inner = row - left < G->iw * c ? row - left : G->iw * c, step = G->sx * c;
+  int8_t *const w0 = scratch + G->kh * row, *const w1 = w0 + P->k + 16;
+  const uint16x8_t off = qc_mve_pair_offsets(P->rows);
+  for (int32_t ky = 0; ky < G->kh; ++ky) {  /* the padding columns (the rows' copies leave them) */
+    qc_mve_copy8(scratch + ky * row, NULL, (int8_t)G->pad, left);
+    qc_mve_copy8(scratch + ky * row + left + inner, NULL, (int8_t)G->pad, row - left - inner);
+  }
+  char *yb = (char *)y;
+  for (int32_t n = 0; n < G->n; ++n) {
+    const int8_t *xn = x + n * G->ih * G->iw * c;
+    for (int32_t oy = 0; oy < G->oh; ++oy) {
+      for (int32_t ky = 0; ky < G->kh; ++ky) {
+        const int32_t iy = oy * G->sy - G->pt + ky;
+        qc_mve_copy8(scratch + ky * row + left, iy >= 0 && iy < G->ih ? xn + iy * G->iw * c : NULL, (int8_t)G->pad,
+                     inner);
+      }
+      const int8_t *win = scratch;
+      for (int32_t ox = 1; ox < G->ow; ox += 2, win += 2 * step, yb += 2 * ys) {
+        qc_mve_gather_rows(w0, win, row, run, G->kh);
+        qc_mve_gather_rows(w1, win + step, row, run, G->kh);
+        qc_mve_conv_pair(P, w0, w1, yb, P->rows, off, out16);
+      }
+      if (G->ow % 2) {
+        qc_mve_gather_rows(w0, win, row, run, G->kh);
+        qc_mve_conv_1px(P, w0, yb, out16);
+        yb += ys;
+      }
+    }
+  }
+}
+
+QC_MVE_INLINE void qc_mve_conv_rows_s8(const qc_mve_conv_params *P, const qc_mve_conv_geo *G, const int8_t *x,
+                                       int8_t *y, int8_t *scratch) {
+  qc_mve_conv_rows(P, G, x, y, scratch, 0);
+}
+
+QC_MVE_INLINE void qc_mve_conv_rows_s16(const qc_mve_conv_params *P, const qc_mve_conv_geo *G, const int8_t *x,
+                                        int16_t *y, int8_t *scratch) {
+  qc_mve_conv_rows(P, G, x, y, scratch, 1);
 }
 
 /* ---- dot products of int8 rows (the step adds the bias, subtracts the zero-point terms, requantizes) ---- */

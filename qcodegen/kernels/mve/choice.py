@@ -7,7 +7,10 @@ int8 x int8 convolutions with weight zero point 0 and rows of at most 65,535 ele
   (qc_mve_conv_2px_*: each weight chunk serves both pixels; a last odd pixel pairs with itself) or of one pixel
   (qc_mve_conv_1px_*), per block of 4 channels one asm statement over the mve_pw4x2 stream (starts, weights,
   scales), requantized in vectors (int8 outputs of pixel pairs: a block's 8 values narrowed in one vector, one
-  scatter store);
+  scatter store); 1x1 stride-1 steps (contiguous pixels) by one call over all their pairs (qc_mve_conv_run_*);
+  gathered windows whose rows are runs of at most 16 inputs (dilation 1) by one call over the step
+  (qc_mve_conv_rows_*: an output row's input rows copied with their padding, the pairs' windows gathered from
+  there);
 - other CONV2D: 4 weight rows per input vector (qc_mve_dot_4rows_s8), the step requantizing each sum;
 - DEPTHWISE_CONV2D (multiplier 1, constant weights and bias, |bias| + taps 2^17 < 2^31): blocks of 16 channels in
   registers over the taps, one call per run of interior pixels of an output row (qc_mve_dw_s8_*: int8 outputs of an
@@ -47,6 +50,7 @@ DW_FILES = HEADER + ("mve/qc_mve.c",)
 STEP_ATTRIBUTES = "__attribute__((noinline))"
 INT8_RANGE = (-128, 127)
 DW_ROWS_SCRATCH = 8192  # bytes of padded input rows of qc_mve_dw_s8_rows (on the stack)
+CONV_ROWS_SCRATCH = 8192  # bytes of padded input rows and windows of qc_mve_conv_rows_* (on the stack)
 # instructions (GCC 12 -O2 disassembly, measured): a qc_mve_dw_s8_* call's prologue and set-up, a border pixel's table
 # of taps; in qc_mve_dw_s8_rows a row's call and offsets, and the copy of 16 input bytes
 DW_CALL_COST, DW_TABLE_COST, DW_ROW_COST, DW_COPY_COST = 90, 70, 120, 3
@@ -61,7 +65,10 @@ def _dbl(rq: Requantization) -> int:
 @dataclass(frozen=True)
 class ConvPixels:
     """form "conv_px": fn (qc_mve_conv_2px_* for pixel pairs, or qc_mve_conv_1px_*) per pair or pixel, every output
-    channel requantized inside; the qc_mve_conv_params: rows, k, dbl, zp, lo, hi (the scales are in the stream)."""
+    channel requantized inside; the qc_mve_conv_params: rows, k, dbl, zp, lo, hi (the scales are in the stream).
+    run (1x1 stride-1 pairs: pixel p's inputs at x + p k): the whole step by one qc_mve_conv_run_* call; geometry
+    (pairs of gathered windows whose rows are runs of at most 16 inputs): the whole step by qc_mve_conv_rows_* over
+    a scratch of padded input rows (`scratch` bytes on the stack), its qc_mve_conv_geo."""
 
     fn: str
     pairs: bool
@@ -72,6 +79,9 @@ class ConvPixels:
     zp: int
     lo: int
     hi: int
+    run: bool = False
+    geometry: tuple[int, ...] = ()
+    scratch: int = 0
 
 
 @dataclass(frozen=True)
@@ -180,12 +190,33 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, reason: str) -> KernelChoice:
     assert rq is not None
     stream = layouts.mve_pw4x2(c.w.data, c.rows, c.bias_per_row(), c.izp, list(rq.multipliers), list(rq.shifts))
     pairs = c.pixels >= 2
-    out = "s16" if c.y.dtype.ctype == "int16_t" else "s8"
-    fn = f"qc_mve_conv_{'2px' if pairs else '1px'}_{out}"
-    params = ConvPixels(fn, pairs, c.pixels, c.rows, c.k, _dbl(rq), rq.output_zp, rq.lo, rq.hi)
+    g = c.window
+    run = pairs and c.direct and (g.sy, g.sx, g.ih, g.iw) == (1, 1, g.oh, g.ow)
+    geometry, scratch = _conv_rows(c) if pairs else ((), 0)
+    if run:
+        reason += ", contiguous pixels: every pair by one call"
+    if geometry:
+        reason += f", one output row at a time over {scratch} B of padded input rows"
+    form = "rows" if geometry else "run" if run else "2px" if pairs else "1px"
+    fn = f"qc_mve_conv_{form}_{'s16' if c.y.dtype.ctype == 'int16_t' else 's8'}"
+    params = ConvPixels(fn, pairs, c.pixels, c.rows, c.k, _dbl(rq), rq.output_zp, rq.lo, rq.hi, run, geometry,
+                        scratch)
     arrays = {"stream": step_array(names, "pw4x2", stream)}
     return KernelChoice(fn, reason, "mve_pw4x2", "conv_px", arrays, params, frozenset({1, 2}),
                         step_constants=False, files=CONV_FILES)
+
+
+def _conv_rows(c: ConvStep) -> tuple[tuple[int, ...], int]:
+    """The qc_mve_conv_geo of qc_mve_conv_rows_* and its scratch's bytes (the kh padded input rows of an output row,
+    then a pair's windows with the 16 bytes of slack of qc_mve_gather_rows), or ((), 0) where the step keeps the
+    loops over its pixels: a window read in place, dilation, window rows of more than 16 inputs, or a scratch above
+    CONV_ROWS_SCRATCH."""
+    g = c.window
+    cols = (g.ow - 1) * g.sx + g.kw
+    scratch = g.kh * cols * g.c + 2 * (c.k + 16)
+    if c.direct or g.dy != 1 or g.dx != 1 or g.kw * g.c > 16 or scratch > CONV_ROWS_SCRATCH:
+        return (), 0
+    return (g.n, g.ih, g.iw, g.c, g.oh, g.ow, g.kh, g.kw, g.sy, g.sx, g.pt, g.pl, cols, c.pad_value), scratch
 
 
 def _why_not_depthwise(c: ConvStep) -> str:
