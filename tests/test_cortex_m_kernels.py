@@ -160,10 +160,13 @@ def _conv_cases(prog: Program, rng: np.random.Generator) -> None:
                                f"  qc_dsp_conv_2px_{name}_{rq}(&P, qc_xq, y, NULL);", "y", expected[2])
 
 
-def _packed_cases(prog: Program, rng: np.random.Generator) -> None:
+def _packed_cases(prog: Program, rng: np.random.Generator, lengths: tuple[int, ...] = (3, 8, 32, 40, 49, 64)) -> None:
     """qc_dsp_conv_{3px,2px,1px}_*_packed over dsp_packed arrays (mode 2 without the clamp), per tensor and per channel,
-    rows of 1 .. 16 groups: the first pass of 8 groups entered at every remainder (groups % 8 = 1, 2, 0, 2, 5, 0)."""
-    for i, k in enumerate((3, 8, 32, 40, 49, 64)):
+    rows of 1 .. 16 groups (`lengths`): the first pass of 8 groups entered at every remainder (groups % 8 = 1, 2, 0,
+    2, 5, 0; 3 pixels: passes of 16 after the first group; rows of 25 groups: two of them); the
+    q15x2 kernels also over qc_dsp_packed_q15x2's copy of the s8x2 array, which must equal the q15x2 array word for
+    word (these and the s8x2 kernels over triples widened by qc_dsp_widen3 where k % 4 == 0)."""
+    for i, k in enumerate(lengths):
         pc, rows, izp, zp = i % 2, 6, int(rng.integers(-128, 128)), int(rng.integers(-128, 128))
         x = rng.integers(-128, 128, (3, k))
         x[0] = -128
@@ -179,12 +182,19 @@ def _packed_cases(prog: Program, rng: np.random.Generator) -> None:
         xs = prog.array("int8_t", x)
         groups = (k + 3) // 4
         # the sums doubled: the inputs as they are widened (s8x2) or the int16 weights (q15x2)
-        for name, words, dbl in (("s8x2", layouts.dsp_s8x2(w.astype(I32)), 1),
-                                 ("q15x2", layouts.dsp_q15x2(2 * w.astype(I32)), 0)):
-            wq = prog.array("int32_t", layouts.dsp_packed(words, 2 * starts, pairs, 2 * zp + 1))
-            params = (f"  const qc_dsp_conv_params P = {{{wq}, NULL, NULL, {rows}, {groups}, {2 * zp + 1}, -128, 127, "
-                      "NULL, NULL, NULL};\n")
+        streams = {name: layouts.dsp_packed(words, 2 * starts, pairs, 2 * zp + 1)
+                   for name, words in (("s8x2", layouts.dsp_s8x2(w.astype(I32))),
+                                       ("q15x2", layouts.dsp_q15x2(2 * w.astype(I32))))}
+        s8 = prog.array("int32_t", streams["s8x2"])
+        copy = f"  int32_t wq[{streams['q15x2'].size}];\n  qc_dsp_packed_q15x2({s8}, {rows}, {groups}, wq);\n"
+        prog.check(copy, "wq", streams["q15x2"])
+        for name, wq, dbl in (("s8x2", s8, 1), ("q15x2", prog.array("int32_t", streams["q15x2"]), 0),
+                              ("q15x2", "wq", 0)):
+            params = (f"{copy if wq == 'wq' else ''}  const qc_dsp_conv_params P = {{{wq}, NULL, NULL, {rows}, "
+                      f"{groups}, {2 * zp + 1}, -128, 127, NULL, NULL, NULL}};\n")
             triple = "".join(_widen(f"{xs} + {j * k}", k, str(2 * j), 6, dbl) for j in range(3))
+            if wq in (s8, "wq") and k % 4 == 0:  # (as the steps over contiguous pixels widen their triples)
+                triple = f"  qc_dsp_widen3({xs}, {k}, {groups}, qc_xq, {dbl});\n"
             prog.check(f"{params}  uint32_t qc_xq[{6 * groups}];\n{triple}  int8_t y[{3 * rows}];\n"
                        f"  qc_dsp_conv_3px_{name}_packed(&P, qc_xq, y);", "y", expected)
             pair = _widen(xs, k, "0", 4, dbl) + _widen(f"{xs} + {k}", k, "2", 4, dbl)
@@ -348,6 +358,7 @@ def test_kernels_against_the_numpy_primitives(tmp_path):
     _window_rows_cases(prog, rng)
     _dw_cases(prog, rng)
     _dwr_cases(prog, rng)
+    _packed_cases(prog, rng, (100,))
     assert prog.mismatches(prog.run(tmp_path)) == ""
 
 

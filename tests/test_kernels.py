@@ -79,6 +79,16 @@ def test_conv_choices_and_reasons():
     starts = 2 * (np.arange(6) * 100 + 128 * w.reshape(6, 16).astype(np.int64).sum(axis=1))  # (izp -128)
     block = c.arrays["weights"].values[:2 + 8 + 6].tolist()  # the first pair of rows: 2 starts, 4 groups, 2 x 3
     assert block[:2] == starts[:2].tolist() and block[10:] == [1 << 30, 38 - 32, c.params.zp2p1 << 6] * 2
+    assert c.params.run and not c.params.q15_copy  # 1x1, stride 1: the step's own loop; 6 pixels: no copy
+    # 8 inputs, 144 pixels: the weights copied as int16 pairs onto the stack (16 rows: 8 pairs of 2 + 8 + 6 words)
+    small = _choice(_conv("CONV2D", w=_w(rng, 16, 1, 1, 8), bias=np.zeros(16), x_shape=(1, 12, 12, 8),
+                          y_shape=(1, 12, 12, 16)))
+    assert (small.kernel, small.layout, small.params.q15_copy) == ("qc_dsp_conv_3px_q15x2_packed", "dsp_s8x2_packed",
+                                                                   8 * 16)
+    assert not small.params.double_inputs and "stack copy of 512 B" in small.reason
+    big = _choice(_conv("CONV2D", w=_w(rng, 64, 1, 1, 64), bias=np.zeros(64), x_shape=(1, 12, 12, 64),
+                        y_shape=(1, 12, 12, 64)))  # 32 pairs of 2 + 32 + 6 words: 9,216 B > 4 KiB
+    assert big.kernel == "qc_dsp_conv_3px_s8x2_packed" and not big.params.q15_copy and big.params.double_inputs
     wide_c = _choice(_conv("CONV2D", w=w, bias=np.arange(6) * 100, shifts=(62,), **px))  # |zp2p1| << 30 >= 2^30
     assert wide_c.kernel == "qc_dsp_conv_3px_s8x2_double_n_g4" and set(wide_c.arrays) == {"weights", "rq", "base"}
     single = _choice(_conv("CONV2D", w=w, bias=np.arange(6) * 100, rounding="single_round", **px))

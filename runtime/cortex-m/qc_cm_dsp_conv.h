@@ -49,10 +49,18 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_widen_word(uint
   xq[1] = dbl ? (uint32_t)__sadd16(o, o) : o;
 }
 
+/* qc_dsp_widen_word with one STRD (GCC stores the two words one by one). */
+static inline __attribute__((always_inline, unused)) void qc_dsp_widen_pair(uint32_t v, uint32_t *xq, int dbl) {
+  uint32_t q[2];
+  qc_dsp_widen_word(v, q, dbl);
+  __asm__("strd %[e], %[o], [%[p]]" : : [e] "r"(q[0]), [o] "r"(q[1]), [p] "r"(xq) : "memory");
+}
+
 /* xq[stride * g], xq[stride * g + 1] = qc_dsp_widen_word of x[4g .. 4g + 3], g < groups: the inputs of one pixel
    of a pair (stride 4) or a triple (stride 6), into its part of the interleaved buffer of qc_dsp_dot_2x2_* and
    qc_dsp_conv_{2px,3px}_* (xq at its first, third or fifth word). Called with a constant group count: unrolled
-   for at most 10 groups, else a loop (small code). */
+   for at most 10 groups, else a loop over pairs of groups (small code; one 8-byte load, each group's pairs one
+   STRD: 5 instructions a group with the loop, 8 one at a time). */
 static inline __attribute__((always_inline, unused)) void qc_dsp_widen_into(const int8_t *x, int32_t groups,
                                                                            uint32_t *xq, int32_t stride, int dbl) {
   if (groups <= 10) {
@@ -63,8 +71,16 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_widen_into(cons
       qc_dsp_widen_word(v, xq, dbl);
     }
   } else {
+    int32_t g = 0;
 #pragma GCC unroll 1
-    for (int32_t g = 0; g < groups; ++g, xq += stride) {
+    for (; g + 2 <= groups; g += 2, xq += 2 * stride) {
+      uint32_t v, w;
+      memcpy(&v, x + 4 * g, 4);
+      memcpy(&w, x + 4 * g + 4, 4);
+      qc_dsp_widen_pair(v, xq, dbl);
+      qc_dsp_widen_pair(w, xq + stride, dbl);
+    }
+    if (g < groups) {
       uint32_t v;
       memcpy(&v, x + 4 * g, 4);
       qc_dsp_widen_word(v, xq, dbl);
@@ -117,6 +133,31 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_widen_rows(cons
     if (b % 4) {
       qc_dsp_widen_word(v, xq, dbl);
     }
+  }
+}
+
+/* qc_dsp_widen_into of three pixels whose inputs are k bytes apart (x, x + k, x + 2 k) into the interleaved buffer
+   of a triple: per group its three words' pairs, 24 contiguous bytes, stored by three STRD (the last one moving xq):
+   3 LDR, 6 SXTB16 (6 SADD16 doubled) and 3 STRD per group of the three pixels, where three calls of
+   qc_dsp_widen_into store word by word. */
+static inline __attribute__((always_inline, unused)) void qc_dsp_widen3(const int8_t *x, int32_t k, int32_t groups,
+                                                                       uint32_t *xq, int dbl) {
+#pragma GCC unroll 1
+  for (int32_t g = 0; g < groups; ++g, x += 4) {
+    uint32_t v[3], q[6];
+    memcpy(&v[0], x, 4);
+    memcpy(&v[1], x + k, 4);
+    memcpy(&v[2], x + 2 * k, 4);
+    qc_dsp_widen_word(v[0], q, dbl);
+    qc_dsp_widen_word(v[1], q + 2, dbl);
+    qc_dsp_widen_word(v[2], q + 4, dbl);
+    __asm__ volatile("strd %[a], %[b], [%[p]]\n\t"  /* (volatile: its only output, xq, is not read after) */
+                     "strd %[c], %[d], [%[p], #8]\n\t"
+                     "strd %[e], %[f], [%[p], #16]\n\t"
+                     "add %[p], %[p], #24"
+                     : [p] "+r"(xq)
+                     : [a] "r"(q[0]), [b] "r"(q[1]), [c] "r"(q[2]), [d] "r"(q[3]), [e] "r"(q[4]), [f] "r"(q[5])
+                     : "memory");
   }
 }
 
@@ -566,13 +607,16 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
    (per pair of rows: their starts, their words, their requantization {m, s, c}): one asm statement for all the
    rows, so that nothing is spilled or reloaded around the groups (the C loop of qc_dsp_conv_triple moved its 6
    accumulators, pointers and count through the stack per pair of rows: ~40 instructions per 24 x groups MACs).
-   Per pair of rows: LDRD of the starts, 2 (n - 1) MOV, the groups in passes of 8 (the first pass entered at the
-   first of groups % 8 by a load of the PC: no remainder loop), 3 per pass for its end (x against x + 2 n groups
-   words), then the 2 n outputs of QC_DSP_RQC_OUT (5 instructions each) with each row's {m, s, c} by LDRD and LDR
-   from the same pointer (y and rows loaded into the group temporaries; stores at y, y + rows, y + 2 rows by
-   register offsets) and 5 for y and the loop: for three pixels 6 + 1 + 20 groups + 3 passes + 42 instructions per
-   24 groups MACs (q15: 17 per group). GB: the bytes of one group's text (every instruction 32-bit), checked by the
-   assembler; MOVS, ROW0, ROW1: the text of the starts' copies and of the outputs of each row. */
+   Per pair of rows: LDRD of the starts, the first group (2, 3 pixels: the other pixels' sums started from the
+   first one's start, no MOVs), the other groups in passes of 8 (3 pixels: 16; the first pass entered at the
+   first of their count % 8 (16) by a load of the PC: no remainder loop), 3 per pass for its end (x against x + 2 n
+   groups words), then
+   the 2 n outputs of QC_DSP_RQC_OUT (5 instructions each) with each row's {m, s, c} by LDRD and LDR from the same
+   pointer (y and rows loaded into the group temporaries; stores at y, y + rows, y + 2 rows by register offsets) and
+   5 for y and the loop: for three pixels 2 + 20 groups + 3 passes + 42 instructions per 24 groups MACs (q15: 17 per
+   group). GB: the bytes of one group's text (every instruction 32-bit), checked by the assembler; FIRST, REST,
+   ROW0, ROW1: the text of the first group, of the groups of a pass after its first and of the outputs of each
+   row. */
 /* The int8 output of doubled accumulator a (mode 3) at addr, with the row's {m, s, c} in t, u, xe: SMMLAR adds
    c = zp2p1 << s to SMMULR(a, m) (exactly: |c| < 2^30, checked at generation time, and |SMMULR| <= 2^30), which
    is adding zp2p1 after the ASR by s (c a multiple of 2^s): the ADD of the zero point saved; then SSAT halves. */
@@ -582,7 +626,7 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
   "asr %[" a "], %[" a "], %[u]\n\t"                                                                              \
   "ssat %[" a "], #8, %[" a "], asr #1\n\t"                                                                       \
   "strb %[" a "], " addr "\n\t"
-#define QC_DSP_PACKED_LOOP(GROUP, GB, MOVS, ROW0, ROW1)                                                              \
+#define QC_DSP_PACKED_LOOP(GROUP, GB, FIRST, REST, ROW0, ROW1)                                                       \
   __asm__ volatile("adr.w %[t], 2f\n\t"                                                                            \
                    "ldr %[u], %[skip]\n\t"                                                                         \
                    "mov %[te], #" #GB "\n\t"                                                                       \
@@ -591,11 +635,11 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
                    "str %[t], %[entry]\n"                                                                          \
                    "1:\n\t"                                                                                        \
                    "ldrd %[s0], %[s1], [%[w]], #8\n\t"                                                            \
-                   "ldr %[x], %[xs]\n\t" MOVS                                                                      \
+                   "ldr %[x], %[xs]\n\t" FIRST                                                                     \
                    "ldr pc, %[entry]\n"                                                                            \
                    "2:\n\t" GROUP "3:\n\t"                                                                         \
                    ".ifne (3b - 2b) - " #GB "\n\t.error \"qc_cm_dsp_conv.h: a group is not " #GB " bytes\"\n\t.endif\n\t" \
-                   GROUP GROUP GROUP GROUP GROUP GROUP GROUP                                                       \
+                   REST                                                                                            \
                    "ldr %[t], %[xend]\n\t"                                                                         \
                    "cmp %[x], %[t]\n\t"                                                                            \
                    "bne 2b\n\t"                                                                                    \
@@ -620,41 +664,63 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
 #define QC_DSP_RQC_OUTS1(a) QC_DSP_RQC_OUT(a, "[%[te]]")
 #define QC_DSP_RQC_OUTS2(a, b) QC_DSP_RQC_OUTS1(a) QC_DSP_RQC_OUT(b, "[%[te], %[ue]]")
 #define QC_DSP_RQC_OUTS3(a, b, c) QC_DSP_RQC_OUTS2(a, b) QC_DSP_RQC_OUT(c, "[%[te], %[ue], lsl #1]")
+/* The groups of a pass after its first: 7 (1 and 2 pixels) or 15 (3 pixels: 3 instructions per 16 groups for the
+   pass's end, where the kernels of many rows spend their time). */
+#define QC_DSP_X7(G) G G G G G G G
+#define QC_DSP_X15(G) QC_DSP_X7(G) QC_DSP_X7(G) G
 #define QC_DSP_PACKED_NPX(n, q15)                                                                                  \
   do {                                                                                                              \
     if (n == 1) {                                                                                                   \
       if (q15) {                                                                                                    \
-        QC_DSP_PACKED_LOOP(QC_DSP_NX2_Q15(QC_DSP_1X2_PIXELS), 28, "", QC_DSP_RQC_OUTS1("s0"), QC_DSP_RQC_OUTS1("s1")); \
+        QC_DSP_PACKED_LOOP(QC_DSP_NX2_Q15(QC_DSP_1X2_PIXELS), 28, "", QC_DSP_X7(QC_DSP_NX2_Q15(QC_DSP_1X2_PIXELS)), \
+                           QC_DSP_RQC_OUTS1("s0"), QC_DSP_RQC_OUTS1("s1"));                                         \
       } else {                                                                                                      \
-        QC_DSP_PACKED_LOOP(QC_DSP_NX2_S8(QC_DSP_1X2_PIXELS), 40, "", QC_DSP_RQC_OUTS1("s0"), QC_DSP_RQC_OUTS1("s1")); \
+        QC_DSP_PACKED_LOOP(QC_DSP_NX2_S8(QC_DSP_1X2_PIXELS), 40, "", QC_DSP_X7(QC_DSP_NX2_S8(QC_DSP_1X2_PIXELS)),   \
+                           QC_DSP_RQC_OUTS1("s0"), QC_DSP_RQC_OUTS1("s1"));                                         \
       }                                                                                                             \
     } else if (n == 2) {                                                                                            \
       if (q15) {                                                                                                    \
-        QC_DSP_PACKED_LOOP(QC_DSP_NX2_Q15(QC_DSP_2X2_PIXELS), 48, QC_DSP_MOVS2, QC_DSP_RQC_OUTS2("s0", "s2"),          \
+        QC_DSP_PACKED_LOOP(QC_DSP_NX2_Q15(QC_DSP_2X2_PIXELS), 48, QC_DSP_NX2_Q15(QC_DSP_2X2_FIRST),                 \
+                           QC_DSP_X7(QC_DSP_NX2_Q15(QC_DSP_2X2_PIXELS)), QC_DSP_RQC_OUTS2("s0", "s2"),              \
                            QC_DSP_RQC_OUTS2("s1", "s3"));                                                          \
       } else {                                                                                                      \
-        QC_DSP_PACKED_LOOP(QC_DSP_NX2_S8(QC_DSP_2X2_PIXELS), 60, QC_DSP_MOVS2, QC_DSP_RQC_OUTS2("s0", "s2"),           \
+        QC_DSP_PACKED_LOOP(QC_DSP_NX2_S8(QC_DSP_2X2_PIXELS), 60, QC_DSP_NX2_S8(QC_DSP_2X2_FIRST),                   \
+                           QC_DSP_X7(QC_DSP_NX2_S8(QC_DSP_2X2_PIXELS)), QC_DSP_RQC_OUTS2("s0", "s2"),               \
                            QC_DSP_RQC_OUTS2("s1", "s3"));                                                          \
       }                                                                                                             \
     } else if (q15) {                                                                                               \
-      QC_DSP_PACKED_LOOP(QC_DSP_3X2_Q15, 68, QC_DSP_MOVS3, QC_DSP_RQC_OUTS3("s0", "s2", "s4"),                      \
-                         QC_DSP_RQC_OUTS3("s1", "s3", "s5"));                                                      \
+      QC_DSP_PACKED_LOOP(QC_DSP_3X2_Q15, 68, QC_DSP_NX2_Q15(QC_DSP_3X2_FIRST), QC_DSP_X15(QC_DSP_3X2_Q15),         \
+                         QC_DSP_RQC_OUTS3("s0", "s2", "s4"), QC_DSP_RQC_OUTS3("s1", "s3", "s5"));                  \
     } else {                                                                                                        \
-      QC_DSP_PACKED_LOOP(QC_DSP_3X2_S8, 80, QC_DSP_MOVS3, QC_DSP_RQC_OUTS3("s0", "s2", "s4"),                       \
-                         QC_DSP_RQC_OUTS3("s1", "s3", "s5"));                                                      \
+      QC_DSP_PACKED_LOOP(QC_DSP_3X2_S8, 80, QC_DSP_NX2_S8(QC_DSP_3X2_FIRST), QC_DSP_X15(QC_DSP_3X2_S8),            \
+                         QC_DSP_RQC_OUTS3("s0", "s2", "s4"), QC_DSP_RQC_OUTS3("s1", "s3", "s5"));                  \
     }                                                                                                               \
   } while (0)
-#define QC_DSP_MOVS2                                                                                                \
-  "mov %[s2], %[s0]\n\t"                                                                                          \
-  "mov %[s3], %[s1]\n\t"
-#define QC_DSP_MOVS3 QC_DSP_MOVS2                                                                                  \
-  "mov %[s4], %[s0]\n\t"                                                                                          \
-  "mov %[s5], %[s1]\n\t"
+/* The first group of 2 or 3 pixels (FIRST: the text before the PC load), which starts the other pixels' sums from
+   the first one's start (s0, s1: no MOVs of the starts): the last pixel's inputs first, at their offsets from x,
+   then the first pixel's, x then moved past the group. */
+#define QC_DSP_NX2_FROM(a, b, off)                                                                                  \
+  "ldrd %[xe], %[xo], [%[x], #" off "]\n\t"                                                                       \
+  "smlad %[" a "], %[xe], %[te], %[s0]\n\t"                                                                      \
+  "smlad %[" a "], %[xo], %[t], %[" a "]\n\t"                                                                     \
+  "smlad %[" b "], %[xe], %[ue], %[s1]\n\t"                                                                      \
+  "smlad %[" b "], %[xo], %[u], %[" b "]\n\t"
+#define QC_DSP_NX2_FIRST0(bytes)                                                                                   \
+  "ldrd %[xe], %[xo], [%[x]], #" bytes "\n\t"                                                                    \
+  "smlad %[s0], %[xe], %[te], %[s0]\n\t"                                                                         \
+  "smlad %[s0], %[xo], %[t], %[s0]\n\t"                                                                          \
+  "smlad %[s1], %[xe], %[ue], %[s1]\n\t"                                                                         \
+  "smlad %[s1], %[xo], %[u], %[s1]\n\t"
+#define QC_DSP_2X2_FIRST QC_DSP_NX2_FROM("s2", "s3", "8") QC_DSP_NX2_FIRST0("16")
+#define QC_DSP_3X2_FIRST QC_DSP_NX2_FROM("s4", "s5", "16") QC_DSP_NX2_FROM("s2", "s3", "8") QC_DSP_NX2_FIRST0("24")
 
 static inline __attribute__((always_inline, unused)) void qc_dsp_conv_packed(const qc_dsp_conv_params *P,
     const uint32_t *x, int8_t *y, int n, int q15) {
   const int32_t *wq = P->q;
-  const int32_t rows = P->rows, skip = -P->groups & 7;
+  /* the entry into the passes of 8 (16: 3 pixels) groups: at the first of the groups after the first one (2, 3
+     pixels) or of all (1 pixel); with no groups left, at the passes' end (x at xend) */
+  const int32_t pass = n == 3 ? 16 : 8, left = n == 1 ? P->groups : P->groups - 1;
+  const int32_t rows = P->rows, skip = left ? -left & (pass - 1) : pass;
   const uint32_t *xend = x + 2 * n * P->groups;
   const int8_t *yend = y + rows;
   uint32_t entry;
@@ -662,6 +728,30 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_packed(con
   const uint32_t *xq;
   uint32_t t, u, te, ue, xe, xo;
   QC_DSP_PACKED_NPX(n, q15);
+}
+
+/* dst = the dsp_packed stream of qc_dsp_conv_*_q15x2_packed (the inputs not doubled) made from src, the dsp_packed
+   stream of the s8x2 kernels (rows even, groups per row): per pair of rows the 2 starts (already doubled), per group
+   row 0's int8 word then row 1's -> row 0's int16 pairs (bytes 0,2 then 1,3: SXTB16 and its rotation) then row
+   1's, each doubled by SADD16 (2w in [-256, 254] fits int16: the doubled sums of mode 3 as the s8x2 kernels get
+   them from doubled inputs), then the 6 requantization words. Run once per step into a stack copy: the groups of
+   the fast layout (17 instructions per 24 MACs instead of 20) from the compact layout's flash. */
+static QC_DSP_CONV_KERNEL void qc_dsp_packed_q15x2(const int32_t *src, int32_t rows, int32_t groups, int32_t *dst) {
+  for (int32_t r = 0; r < rows; r += 2) {
+    memcpy(dst, src, 8);
+    src += 2;
+    dst += 2;
+    for (int32_t g = 0; g < groups; ++g, src += 2, dst += 4) {
+      uint32_t w[2], q[4];
+      memcpy(w, src, 8);
+      qc_dsp_widen_word(w[0], q, 1);
+      qc_dsp_widen_word(w[1], q + 2, 1);
+      memcpy(dst, q, 16);
+    }
+    memcpy(dst, src, 24);
+    src += 6;
+    dst += 6;
+  }
 }
 
 /* The variants: one function each (a step calls the one its constants need). */

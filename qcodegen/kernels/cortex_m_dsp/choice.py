@@ -42,6 +42,7 @@ MAX_RELAID_ROW = 2048  # the longest row the DSP dot kernels take (the stack buf
 WINDOW_ROWS_SCRATCH = 2048  # bytes of a convolution step's stack copy of its padded image or of the rows of a window
 DW_ROWS_SCRATCH = 4096  # bytes of qc_dsp_dwr_*'s stack scratch (a band's plane of int16 and its int32 sums)
 K_CHANNEL = 90  # qc_dsp_dwr_*'s instructions per channel and band outside its loops (fitted, _dw_rows_cost)
+Q15_COPY_SCRATCH = 4096  # bytes of the stack copy of a step's packed weights as int16 pairs (qc_dsp_packed_q15x2)
 
 
 def exact_s33(rq: Requantization) -> bool:
@@ -96,7 +97,10 @@ class ConvPixels:
     holds xq_words of widened inputs; window_length: the gathered window's length (whole groups of 4); packed: the
     weights are a dsp_packed array (the starts and requantization pairs inside; fn3 takes the first pixel's
     output only, the others following it), the sums doubled (the q15 weights, or double_inputs: the widened
-    inputs; biased_inputs: widened as 2 (x + 128), the starts of zero point izp + 128)."""
+    inputs; biased_inputs: widened as 2 (x + 128), the starts of zero point izp + 128); q15_copy: the int32 words of
+    the stack copy of a compact dsp_packed array the step makes with qc_dsp_packed_q15x2 for the q15x2 kernels (0:
+    none; the inputs then widened as they are); run: the pixels' inputs are contiguous (a 1x1 window of stride 1
+    without padding): the step's own loop over the triples instead of the convolution template's loops."""
 
     fn3: str
     fn2: str
@@ -113,6 +117,8 @@ class ConvPixels:
     packed: bool
     double_inputs: bool
     biased_inputs: bool
+    q15_copy: int
+    run: bool
 
 
 @dataclass(frozen=True)
@@ -255,18 +261,23 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
     pairs, zp2p1 = _rq_pairs(c.rq, mode), 2 * c.rq.output_zp + 1
     # qc_dsp_conv_3px_*_packed adds c = zp2p1 << s inside SMMLAR: exact while |c| < 2^30
     packed = rq in ("double_n", "double_n_pc") and abs(zp2p1) << int(pairs[:, 1].max()) < 2 ** 30
-    biased = packed and not q15 and bool(window_rows)
+    q15_copy, run = 0, False
+    copied = packed and not q15 and _q15_copy_pays(c.pixels, c.rows, groups, 1 if window_rows else 2)
+    biased = packed and not q15 and bool(window_rows) and not copied
     if packed:  # one pointer over the starts, weights and pairs (qc_dsp_conv_3px_<w>_packed)
-        # the sums doubled (qc_dsp_rq8 mode 3: no ADD per output): the int16 weights (q15) or else the widened
-        # inputs; mode 2 bounds |start| + the products by 2^30, so the doubled sums stay within int32
+        # the sums doubled (qc_dsp_rq8 mode 3: no ADD per output): the int16 weights (q15, or the stack copy) or else
+        # the widened inputs; mode 2 bounds |start| + the products by 2^30, so the doubled sums stay within int32
         words = layouts.dsp_q15x2(2 * rows) if q15 else layouts.dsp_s8x2(rows)
         if biased:  # the inputs widened as 2 (x + 128) (qc_dsp_widen_word_biased): the starts of zero point izp + 128
             # (the partial sums 2 bias + the 2 (x - izp) w summed + the (2 izp + 256) w not yet: each term at most
             # 510 x 128 < 2^16 in magnitude, so below 2 (|bias| + k 2^15) < 2^31, mode 2's bound)
             starts = layouts.row_starts(rows, c.bias_per_row(), c.izp + 128)
-        arrays = {"weights": step_array(names, f"dsp_{w}_packed",  # (by value: the weights with their starts)
-                                        layouts.dsp_packed(words, 2 * starts, pairs, zp2p1))}
+        stream = layouts.dsp_packed(words, 2 * starts, pairs, zp2p1)
+        arrays = {"weights": step_array(names, f"dsp_{w}_packed", stream)}  # (by value: the weights, starts)
         unread = {1, 2}
+        run = _contiguous(c) and c.k % 4 == 0
+        if copied:
+            q15_copy, w = stream.size + c.rows * groups, "q15x2"
         fn3, fn2, fn1 = (f"qc_dsp_conv_{n}px_{w}_packed" for n in (3, 2, 1))
     else:
         relaid = (step_array(names, f"dsp_{w}_rows", getattr(layouts, f"dsp_{w}")(rows)) if window_rows
@@ -282,10 +293,15 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
     triples = c.pixels // 3 * 3
     params = ConvPixels(fn3 if triples else "", fn2, fn1, c.pixels, triples, c.rows, groups, zp2p1,
                         c.rq.lo, c.rq.hi, groups * (6 if c.pixels >= 3 else 4), _window_length(c), packed,
-                        packed and not q15, biased)
+                        packed and not q15 and not q15_copy, biased, q15_copy, run)
     if window_rows:
         reason += f"; windows read row by row ({window_rows})"
-    return KernelChoice(params.fn3 or params.fn2, reason, f"dsp_{w}" + ("_packed" if packed else ""), "conv_px",
+    if q15_copy:
+        reason += f"; the weights as int16 pairs in a stack copy of {4 * q15_copy} B made once per step"
+    if run:
+        reason += "; contiguous pixels: the triples in the step's own loop"
+    layout = "dsp_s8x2" if q15_copy else f"dsp_{w}"
+    return KernelChoice(params.fn3 or params.fn2, reason, layout + ("_packed" if packed else ""), "conv_px",
                         arrays, params, frozenset(unread), step_constants=False,
                         window_length=params.window_length, window_rows=window_rows, files=CONV_FILES)
 
@@ -319,6 +335,25 @@ def _border_gather_cost(g: WindowLoops) -> int:
     per window row and ~12 per tap; DS-CNN's 10x4 windows measured ~525 each), beyond reading them in place."""
     interior = max(g.rows[1] - g.rows[0], 0) * max(g.cols[1] - g.cols[0], 0)
     return (g.pixels - g.n * interior) * g.kh * (6 + 12 * g.kw)
+
+
+def _contiguous(c: ConvStep) -> bool:
+    """Output pixel p reads input pixel p alone: a 1x1 window of stride 1 without padding."""
+    g = c.window
+    return c.direct and (g.sy, g.sx, g.ih, g.iw) == (1, 1, g.oh, g.ow)
+
+
+def _q15_copy_pays(pixels: int, rows: int, groups: int, widen_saved: int) -> bool:
+    """Whether a step of the packed kernels takes fewer instructions over a stack copy of its weights as int16 pairs
+    (qc_dsp_packed_q15x2) of at most Q15_COPY_SCRATCH bytes, by the counts of GCC 12 -O2's code: the copy costs 15
+    per group of a pair of rows (LDRD, 4 SXTB16, 4 SADD16, 2 STRD and the loop) and 12 per pair (the starts, the
+    requantization words) and ~20 for the call; it saves per group of a pair of rows 3 instructions per call of the
+    kernel (one per 3, 2 or 1 pixels: 4 SXTB16 and an LDRD against 2 LDRD) and per group of each pixel widen_saved
+    (the inputs widened as they are: 2 SXTB16, where doubled they take 2 SADD16 more, biased 1 more)."""
+    if 4 * rows // 2 * (8 + 4 * groups) > Q15_COPY_SCRATCH:
+        return False
+    calls = -(-pixels // 3)
+    return 3 * groups * rows // 2 * calls + widen_saved * groups * pixels > (15 * groups + 12) * rows // 2 + 20
 
 
 def _window_length(c: ConvStep) -> int:
