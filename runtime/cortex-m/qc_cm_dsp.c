@@ -299,6 +299,45 @@ static __attribute__((noinline)) void qc_dsp_dwr_pairs(const int16_t *r0, int32_
                    : "cc", "memory");
 }
 
+/* The sums of `rows` rows of a band whose plane rows are pw = 2 k + 2 (k = 2, 3: PAIRS, k x QC_DSP_DWR_PAIR) with a
+   leading pad value (an odd left padding): per row its flat pixel 1 alone, then k pairs from pixel 2, where the
+   flat loop's pairs (0, 1), ... computed pixel 0 too, never an output. The lone pixel is the second sum of a pair
+   (QC_DSP_DWR_HEAD: LDRD, SMULTB / SMLATB, SMLAD per kernel row and its STR: 10 instructions); a points at sum 1,
+   so that the pairs' sums land at 2, 3, ... and the next row starts at its sum 1. Per row of DS-CNN's 5 pixels
+   (k = 2): 45 instructions, where 3 pairs took 52.5. Exact as qc_dsp_dwr_pairs (the same products). */
+#define QC_DSP_DWR_HKROW(r, wb, first)                                                                              \
+  "ldrd %[l0], %[l1], [%[" r "]], #4\n\t"                                                                         \
+  first                                                                                                             \
+  "smlad %[p1], %[l1], %[" wb "], %[p1]\n\t"
+#define QC_DSP_DWR_HEAD                                                                                             \
+  QC_DSP_DWR_HKROW("r0", "wb0", "smultb %[p1], %[l0], %[wa0]\n\t")                                                 \
+  QC_DSP_DWR_HKROW("r1", "wb1", "smlatb %[p1], %[l0], %[wa1], %[p1]\n\t")                                          \
+  QC_DSP_DWR_HKROW("r2", "wb2", "smlatb %[p1], %[l0], %[wa2], %[p1]\n\t")                                          \
+  "strd %[p0], %[p1], [%[a]], #8\n\t"
+#define QC_DSP_DWR_HEAD_ROWS(PAIRS)                                                                                 \
+  __asm__ volatile("push {%[p0]}\n"                                                                               \
+                   "1:\n\t" QC_DSP_DWR_HEAD PAIRS                                                                  \
+                   "\tldr %[p0], [sp]\n\t"                                                                         \
+                   "cmp %[a], %[p0]\n\t"                                                                           \
+                   "bne 1b\n\t"                                                                                    \
+                   "add sp, sp, #4"                                                                               \
+                   : [r0] "+r"(r0), [r1] "+r"(r1), [r2] "+r"(r2), [a] "+r"(a), [l0] "=&r"(l0), [l1] "=&r"(l1),       \
+                     [p0] "+r"(p0), [p1] "=&r"(p1)                                                                 \
+                   : [wa0] "r"(w[1]), [wb0] "r"(w[2]), [wa1] "r"(w[3]), [wb1] "r"(w[4]), [wa2] "r"(w[5]),          \
+                     [wb2] "r"(w[6])                                                                              \
+                   : "cc", "memory")
+static __attribute__((noinline)) void qc_dsp_dwr_head_rows(const int16_t *r0, int32_t pw, int32_t *a, int32_t rows,
+                                                           const int32_t *w) {
+  const int16_t *r1 = r0 + pw, *r2 = r0 + 2 * pw;
+  uint32_t l0, l1;
+  int32_t p0 = (int32_t)(uintptr_t)(a + rows * pw), p1;  /* (the end, pushed) */
+  if (pw == 6) {
+    QC_DSP_DWR_HEAD_ROWS(QC_DSP_DWR_PAIR QC_DSP_DWR_PAIR);
+  } else {
+    QC_DSP_DWR_HEAD_ROWS(QC_DSP_DWR_PAIR QC_DSP_DWR_PAIR QC_DSP_DWR_PAIR);
+  }
+}
+
 /* The constants of a channel's outputs (qc_dsp_dwr_outs): its start, requantization pair {m, s}, zp2p1, the clamp
    lo, hi, the channel c and the pixel stride n (the channels), the exceptions' arrays. */
 typedef struct {
@@ -502,7 +541,11 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr(const qc_dsp_dwr_pa
         C.start = w[0];
         C.q[0] = rq[0];
         C.q[1] = rq[1];
-        qc_dsp_dwr_pairs(plane + i * len, pw, acc, ((rows - 1) * pw + ow + e + 1) / 2, w);
+        if (e && (pw == 6 || pw == 8) && pw == ow / 2 * 2 + 2) {
+          qc_dsp_dwr_head_rows(plane + i * len, pw, acc, rows, w);
+        } else {
+          qc_dsp_dwr_pairs(plane + i * len, pw, acc, ((rows - 1) * pw + ow + e + 1) / 2, w);
+        }
         outs(&C, acc + e, y + b0 * ow * n + c0 + i, rows, ow, pw);
       }
     }
