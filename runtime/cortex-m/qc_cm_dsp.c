@@ -500,8 +500,11 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr(const qc_dsp_dwr_pa
   const int16_t pad = (int16_t)P->pad;
   const uint32_t pad2 = (uint16_t)pad | (uint32_t)(uint16_t)pad << 16;
   qc_dsp_dwr_channel C = {0, {0, 0}, P->zp2p1, {P->lo, P->hi}, 0, n, P->exc_start, P->exc_acc, P->exc_value};
+  void (*const sums)(const int16_t *, int32_t, int32_t *, int32_t, const int32_t *) =
+      e && (pw == 6 || pw == 8) && pw == ow / 2 * 2 + 2 ? qc_dsp_dwr_head_rows : qc_dsp_dwr_pairs;
   for (int32_t b0 = 0; b0 < oh; b0 += nb) {
     const int32_t rows = oh - b0 < nb ? oh - b0 : nb, iy0 = b0 - P->pt;
+    const int32_t count = sums == qc_dsp_dwr_pairs ? ((rows - 1) * pw + ow + e + 1) / 2 : rows;
     const int32_t r_lo = iy0 < 0 ? -iy0 : 0, r_hi = ih - iy0 < rows + 2 ? ih - iy0 : rows + 2;
     for (int32_t i = 0; i < planes; ++i) {  /* the pad values: all but the input rows' input columns */
       int16_t *p = plane + i * len + 2 * e;
@@ -541,11 +544,7 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr(const qc_dsp_dwr_pa
         C.start = w[0];
         C.q[0] = rq[0];
         C.q[1] = rq[1];
-        if (e && (pw == 6 || pw == 8) && pw == ow / 2 * 2 + 2) {
-          qc_dsp_dwr_head_rows(plane + i * len, pw, acc, rows, w);
-        } else {
-          qc_dsp_dwr_pairs(plane + i * len, pw, acc, ((rows - 1) * pw + ow + e + 1) / 2, w);
-        }
+        sums(plane + i * len, pw, acc, count, w);
         outs(&C, acc + e, y + b0 * ow * n + c0 + i, rows, ow, pw);
       }
     }
