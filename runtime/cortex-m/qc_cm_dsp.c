@@ -485,13 +485,15 @@ static __attribute__((noinline)) void qc_dsp_dwr_widen4(const int8_t *s, int32_t
 
 /* qc_dsp_dwr_s8_<rq> (qc_cm_dsp.h): per band of nb output rows, the pad values in the planes of 4 channels,
    then per block of 4 channels their input rows widened into them (qc_dsp_dwr_widen4), and per channel the sums
-   of the band's pixels in pairs, then its outputs (outs: the variant's qc_dsp_dwr_outs), start + sum requantized
-   (|start + sum| is the accumulator, which the kernel choice bounds below 2^31, 2^30 doubled). A plane: with
-   e = pl % 2, 2e pad values, then the band's rows of pw, input column j of row r at index 2e + r pw + pl - e + j
-   (even: the widening stores int16 pairs), then 4 pad values (the last pair's windows read past the last row).
-   Output pixel ox of row r sums the windows at flat index f = r pw + ox + e (qc_dsp_dwr_pairs from index 0, the
-   outputs from sum e). A window reaching before its row's first index reads the previous row's last one, a pad
-   value (pw >= pl + iw); past its row's end, the next row's first ones, pad values (pw >= ow + 2 - pl). */
+   of the band's pixels in pairs (sums: qc_dsp_dwr_pairs, or row by row, qc_dsp_dwr_head_rows, when the rows have
+   room for exactly their pairs after a leading pad value), then its outputs (outs: the variant's
+   qc_dsp_dwr_outs), start + sum requantized (|start + sum| is the accumulator, which the kernel choice bounds below
+   2^31, 2^30 doubled). A plane: with e = pl % 2, 2e pad values, then the band's rows of pw, input column j of row
+   r at index 2e + r pw + pl - e + j (even: the widening stores int16 pairs), then 4 pad values (the last pair's
+   windows read past the last row). Output pixel ox of row r sums the windows at flat index f = r pw + ox + e (the
+   sums from index 0, the outputs from sum e). A window reaching before its row's first index reads the previous
+   row's last one, a pad value (pw >= pl + iw); past its row's end, the next row's first ones, pad values
+   (pw >= ow + 2 - pl). */
 static inline __attribute__((always_inline)) void qc_dsp_dwr(const qc_dsp_dwr_params *P, const int8_t *x, int8_t *y,
     int16_t *plane, int32_t *acc, int pc,
     void (*outs)(const qc_dsp_dwr_channel *, const int32_t *, int8_t *, int32_t, int32_t, int32_t)) {

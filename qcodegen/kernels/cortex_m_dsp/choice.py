@@ -463,19 +463,30 @@ def _dw_rows_plan(c: ConvStep) -> tuple[int, int] | None:
 def _dw_rows_cost(g: WindowLoops, pw: int, nb: int) -> int:
     """Estimated instructions of qc_dsp_dwr_* on one image, counted from its loops (GCC 12 -O2, Cortex-M4): per band
     and block of 4 channels the widening (17 per pair of input pixels, 11 for an odd row's last one, 8 per input
-    row, 30 for the call), per channel the pairs' sums (35 per 2 pairs of flat pixels), the outputs (per row 14 per
-    pair of pixels, 2 per 2 pairs, 8 for an odd row's last pixel, 5) and K_CHANNEL for the channel's constants and
-    calls (fitted: DS-CNN's and MobileNetV1's measured steps are 0.99-1.06 times the estimate)."""
+    row, 30 for the call), per channel the pairs' sums (35 per 2 pairs of flat pixels; row by row, _dw_head_rows:
+    13 per row and 16 per pair), the outputs (per row 14 per pair of pixels, 2 per 2 pairs, 8 for an odd row's last
+    pixel, 5) and K_CHANNEL for the channel's constants and calls (fitted: DS-CNN's and MobileNetV1's measured steps
+    are 0.99-1.06 times the estimate)."""
     cost = 0
     e = g.pl % 2
     row_outputs = 14 * (g.ow // 2) + 2 * (g.ow // 4) + (g.ow // 2) % 2 + 8 * (g.ow % 2) + 5
     for b0 in range(0, g.oh, nb):
         rows, iy0 = min(nb, g.oh - b0), b0 - g.pt
         in_rows = min(rows + 2, g.ih - iy0) - max(0, -iy0)
-        pairs = ((rows - 1) * pw + g.ow + e + 1) // 2
+        if _dw_head_rows(pw, g.ow, e):
+            sums = rows * (13 + 8 * (pw - 2))
+        else:
+            sums = 35 * (((rows - 1) * pw + g.ow + e + 1) // 2) // 2
         cost += -(-g.c // 4) * (in_rows * (17 * (g.iw // 2) + 11 * (g.iw % 2) + 8) + 30)
-        cost += g.c * (35 * pairs // 2 + rows * row_outputs + K_CHANNEL)
+        cost += g.c * (sums + rows * row_outputs + K_CHANNEL)
     return cost
+
+
+def _dw_head_rows(pw: int, ow: int, e: int) -> bool:
+    """Whether qc_dsp_dwr_* sums the band row by row, a row's flat pixel 1 alone and then (pw - 2) / 2 pairs
+    (qc_dsp_dwr_head_rows): an odd left padding (e = 1) and rows of pw = 6 or 8 that hold no more pairs than the
+    outputs need."""
+    return e == 1 and pw in (6, 8) and pw == ow // 2 * 2 + 2
 
 
 def _pair_run(g: WindowLoops) -> tuple[int, int]:
