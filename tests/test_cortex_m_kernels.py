@@ -306,8 +306,8 @@ def _dwr_cases(prog: Program, rng: np.random.Generator) -> None:
     band shorter)."""
     variants = [(mode, pc, clamp, 0) for mode in range(3) for pc in (0, 1) for clamp in (0, 1)]
     variants += [(0, 0, 0, 1), (0, 1, 1, 1)]
-    shapes = [((7, 5, 8), (1, 1, 1, 1), 3), ((5, 6, 6), (0, 0, 0, 0), 2), ((4, 4, 5), (2, 0, 0, 2), 3),
-              ((3, 9, 4), (1, 1, 1, 1), 2), ((6, 6, 8), (1, 1, 1, 1), 4), ((3, 1, 4), (1, 1, 1, 1), 2),
+    shapes = [((7, 5, 8), (1, 1, 1, 1), 3), ((5, 6, 6), (0, 0, 0, 0), 2), ((6, 6, 8), (1, 1, 1, 1), 4),
+              ((3, 9, 4), (1, 1, 1, 1), 2), ((4, 4, 5), (2, 0, 0, 2), 3), ((3, 1, 4), (1, 1, 1, 1), 2),
               ((4, 5, 4), (1, 0, 1, 0), 3), ((5, 7, 4), (1, 1, 1, 1), 2)]
     for i, (mode, pc, clamp, exc) in enumerate(variants):
         (ih, iw, c), (pt, pb, pl, pr), nb = shapes[i % len(shapes)]

@@ -370,20 +370,10 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr_out(const qc_dsp_dw
   "strb %[v0], [%[y]]\n\t"                                                                                        \
   "strb %[v1], [%[y], %[n]]\n\t"                                                                                  \
   "add %[y], %[y], %[n], lsl #1\n\t"
-/* The band's rows of mode 3 without the clamp (ow >= 2): per row its pp = ow / 2 pairs of sums two a pass (30
-   instructions per 4 outputs; an odd pp takes one pair first: LSRS leaves k = pp / 2 and pp's low bit in C, and
-   the pair sets no flag, so BEQ reads LSRS's k == 0), then LAST (the last pixel of an odd row: 8), the sums' skip
-   to the next row and the rows' count; per row 5 (even pp) or 7 more. The 14 registers hold the pointers, counts,
-   constants and 3 temporaries. */
-#define QC_DSP_DWR_OUTS3(LAST)                                                                                      \
-  __asm__ volatile("2:\n\t"                                                                                       \
-                   "lsrs %[k], %[pp], #1\n\t"                                                                     \
-                   "bcc 1f\n\t" QC_DSP_DWR_OPAIR                                                                  \
-                   "beq 3f\n"                                                                                      \
-                   "1:\n\t" QC_DSP_DWR_OPAIR QC_DSP_DWR_OPAIR                                                     \
-                   "subs %[k], %[k], #1\n\t"                                                                      \
-                   "bne 1b\n"                                                                                      \
-                   "3:\n\t" LAST                                                                                  \
+/* The band's rows of mode 3 without the clamp (ow >= 2): per row ROW, the sums' skip to the next row and the
+   rows' count (3 instructions). The 14 registers hold the pointers, counts, constants and 3 temporaries. */
+#define QC_DSP_DWR_ROWS3(ROW)                                                                                       \
+  __asm__ volatile("2:\n\t" ROW                                                                                    \
                    "add %[a], %[a], %[skip]\n\t"                                                                  \
                    "subs %[r], %[r], #1\n\t"                                                                      \
                    "bne 2b"                                                                                       \
@@ -392,6 +382,21 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr_out(const qc_dsp_dw
                    : [st] "r"(L.start), [m] "r"(L.q[0]), [s] "r"(L.q[1]), [c] "r"(L.zp2p1 * (1 << L.q[1])),     \
                      [n] "r"(n), [pp] "r"(ow >> 1), [skip] "r"(4 * (pw - ow))                                      \
                    : "cc", "memory")
+/* A row of any length: its pp = ow / 2 pairs of sums two a pass (30 instructions per 4 outputs; an odd pp takes one
+   pair first: LSRS leaves k = pp / 2 and pp's low bit in C, and the pair sets no flag, so BEQ reads LSRS's k == 0),
+   then LAST (the last pixel of an odd row: 8); per row 5 (even pp) or 7 more with QC_DSP_DWR_ROWS3. */
+#define QC_DSP_DWR_ROW3(LAST)                                                                                       \
+  "lsrs %[k], %[pp], #1\n\t"                                                                                      \
+  "bcc 1f\n\t" QC_DSP_DWR_OPAIR                                                                                   \
+  "beq 3f\n"                                                                                                       \
+  "1:\n\t" QC_DSP_DWR_OPAIR QC_DSP_DWR_OPAIR                                                                      \
+  "subs %[k], %[k], #1\n\t"                                                                                       \
+  "bne 1b\n"                                                                                                       \
+  "3:\n\t" LAST
+/* The last pixel of an odd row: 8 instructions. */
+#define QC_DSP_DWR_OLAST                                                                                            \
+  "ldr %[v0], [%[a]], #4\n\t" QC_DSP_DWR_RQ3("v0") "strb %[v0], [%[y]]\n\t"                                       \
+  "add %[y], %[y], %[n]\n\t"
 
 /* The outputs of one channel's sums of a band (qc_dsp_dwr_pairs: `rows` rows of ow sums, pw apart) at y (the
    channel's first output; the next pixel's n further), C copied into locals: the int8 stores could alias it. */
@@ -401,11 +406,14 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr_outs(const qc_dsp_d
   const int32_t n = L.n;
   if (mode == 3 && !clamp && ow >= 2 && L.q[1] <= 21) {  /* (|zp2p1| <= 255: |zp2p1 << s| < 2^30) */
     int32_t k, v0, v1, t;
-    if (ow & 1) {
-      QC_DSP_DWR_OUTS3("ldr %[v0], [%[a]], #4\n\t" QC_DSP_DWR_RQ3("v0") "strb %[v0], [%[y]]\n\t"
-                       "add %[y], %[y], %[n]\n\t");
+    if (ow == 5) {  /* (DS-CNN's rows; the rows of 6 below: MobileNetV1's 6 x 6 layers) unrolled: 4 and 5 less */
+      QC_DSP_DWR_ROWS3(QC_DSP_DWR_OPAIR QC_DSP_DWR_OPAIR QC_DSP_DWR_OLAST);
+    } else if (ow == 6) {
+      QC_DSP_DWR_ROWS3(QC_DSP_DWR_OPAIR QC_DSP_DWR_OPAIR QC_DSP_DWR_OPAIR);
+    } else if (ow & 1) {
+      QC_DSP_DWR_ROWS3(QC_DSP_DWR_ROW3(QC_DSP_DWR_OLAST));
     } else {
-      QC_DSP_DWR_OUTS3("");
+      QC_DSP_DWR_ROWS3(QC_DSP_DWR_ROW3(""));
     }
     return;
   }
