@@ -465,11 +465,11 @@ def _dw_rows_cost(g: WindowLoops, pw: int, nb: int) -> int:
     and block of 4 channels the widening (17 per pair of input pixels, 11 for an odd row's last one, 8 per input
     row, 30 for the call), per channel the pairs' sums (35 per 2 pairs of flat pixels; row by row, _dw_head_rows:
     13 per row and 16 per pair), the outputs (per row 14 per pair of pixels, 2 per 2 pairs, 8 for an odd row's last
-    pixel, 5) and K_CHANNEL for the channel's constants and calls (fitted: DS-CNN's and MobileNetV1's measured steps
-    are 0.99-1.06 times the estimate)."""
+    pixel, 5; rows of 5 and 6 unrolled: 3) and K_CHANNEL for the channel's constants and calls (fitted: DS-CNN's
+    and MobileNetV1's measured steps are 0.99-1.06 times the estimate)."""
     cost = 0
     e = g.pl % 2
-    row_outputs = 14 * (g.ow // 2) + 2 * (g.ow // 4) + (g.ow // 2) % 2 + 8 * (g.ow % 2) + 5
+    row_outputs = 14 * (g.ow // 2) + 8 * (g.ow % 2) + (3 if g.ow in (5, 6) else 2 * (g.ow // 4) + (g.ow // 2) % 2 + 5)
     for b0 in range(0, g.oh, nb):
         rows, iy0 = min(nb, g.oh - b0), b0 - g.pt
         in_rows = min(rows + 2, g.ih - iy0) - max(0, -iy0)
