@@ -446,20 +446,25 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr_outs(const qc_dsp_d
   "str %[t], [%[d1]], #4\n\t"                                                                                    \
   "pkhtb %[t], %[" bx "], %[a0], asr #16\n\t"                                                                    \
   "str %[t], [%[d3]], #4\n\t"
-/* The rows of the widening (qc_dsp_dwr_widen4): per row its pixel pairs (k of them), then TAIL (an odd row's last
-   pixel), the 4 plane pointers' skip to the next row (the row count, k and the skip pushed: the 14 registers are
-   taken) and the rows' loop: 17 instructions per pair, 11 for the tail, 8 per row. */
-#define QC_DSP_DWR_WIDEN_ROWS(TAIL)                                                                                 \
+/* A pair of pixels and the step to the next pair (15 instructions). */
+#define QC_DSP_DWR_WPAIR                                                                                            \
+  QC_DSP_DWR_WIDEN2("ldr %[b], [%[s], %[n]]\n\t", "sxtb16 %[b0], %[b]\n\t", "sxtb16 %[b0], %[b], ror #8\n\t", "b0") \
+  "add %[s], %[s], %[n], lsl #1\n\t"
+/* An odd row's last pixel, paired with the pad values (12 instructions). */
+#define QC_DSP_DWR_WTAIL QC_DSP_DWR_WIDEN2("", "", "", "pad2") "add %[s], %[s], %[n]\n\t"
+/* A row of any length: its pixel pairs (k of them, pushed: the 14 registers are taken; 17 instructions per pair
+   with the loop), then TAIL. */
+#define QC_DSP_DWR_WROW(TAIL)                                                                                       \
+  "ldr %[k], [sp]\n"                                                                                               \
+  "1:\n\t" QC_DSP_DWR_WPAIR                                                                                        \
+  "subs %[k], %[k], #1\n\t"                                                                                       \
+  "bne 1b\n\t" TAIL
+/* The rows of the widening (qc_dsp_dwr_widen4): per row ROW, the 4 plane pointers' skip to the next row (pushed)
+   and the rows' loop: 8 instructions per row with the pair count's load. */
+#define QC_DSP_DWR_WIDEN_ROWS(ROW)                                                                                  \
   __asm__ volatile("push {%[t]}\n\t" /* (one a PUSH: a list is stored in register order) */                   \
                    "push {%[k]}\n"                                                                                \
-                   "2:\n\t"                                                                                       \
-                   "ldr %[k], [sp]\n"                                                                             \
-                   "1:\n\t"                                                                                       \
-                   QC_DSP_DWR_WIDEN2("ldr %[b], [%[s], %[n]]\n\t", "sxtb16 %[b0], %[b]\n\t",                    \
-                                     "sxtb16 %[b0], %[b], ror #8\n\t", "b0")                                     \
-                   "add %[s], %[s], %[n], lsl #1\n\t"                                                             \
-                   "subs %[k], %[k], #1\n\t"                                                                      \
-                   "bne 1b\n\t" TAIL                                                                              \
+                   "2:\n\t" ROW                                                                                  \
                    "ldr %[t], [sp, #4]\n\t"                                                                       \
                    "add %[d0], %[d0], %[t]\n\t"                                                                   \
                    "add %[d1], %[d1], %[t]\n\t"                                                                   \
@@ -484,10 +489,14 @@ static __attribute__((noinline)) void qc_dsp_dwr_widen4(const int8_t *s, int32_t
   int16_t *d0 = d, *d1 = d + len, *d2 = d + 2 * len, *d3 = d + 3 * len;
   uint32_t a, b, a0, b0;
   int32_t k = count >> 1, t = 2 * (pw - (count + 1) / 2 * 2);  /* (pushed: the pairs a row, the skip in bytes) */
-  if (count & 1) {
-    QC_DSP_DWR_WIDEN_ROWS(QC_DSP_DWR_WIDEN2("", "", "", "pad2") "add %[s], %[s], %[n]\n\t");
+  if (count == 5) {  /* (DS-CNN's rows; those of 6: MobileNetV1's 6 x 6 layers) unrolled: 5 and 7 less a row */
+    QC_DSP_DWR_WIDEN_ROWS(QC_DSP_DWR_WPAIR QC_DSP_DWR_WPAIR QC_DSP_DWR_WTAIL);
+  } else if (count == 6) {
+    QC_DSP_DWR_WIDEN_ROWS(QC_DSP_DWR_WPAIR QC_DSP_DWR_WPAIR QC_DSP_DWR_WPAIR);
+  } else if (count & 1) {
+    QC_DSP_DWR_WIDEN_ROWS(QC_DSP_DWR_WROW(QC_DSP_DWR_WTAIL));
   } else {
-    QC_DSP_DWR_WIDEN_ROWS("");
+    QC_DSP_DWR_WIDEN_ROWS(QC_DSP_DWR_WROW(""));
   }
 }
 

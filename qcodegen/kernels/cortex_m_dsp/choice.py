@@ -463,12 +463,14 @@ def _dw_rows_plan(c: ConvStep) -> tuple[int, int] | None:
 def _dw_rows_cost(g: WindowLoops, pw: int, nb: int) -> int:
     """Estimated instructions of qc_dsp_dwr_* on one image, counted from its loops (GCC 12 -O2, Cortex-M4): per band
     and block of 4 channels the widening (17 per pair of input pixels, 11 for an odd row's last one, 8 per input
-    row, 30 for the call), per channel the pairs' sums (35 per 2 pairs of flat pixels; row by row, _dw_head_rows:
-    13 per row and 16 per pair), the outputs (per row 14 per pair of pixels, 2 per 2 pairs, 8 for an odd row's last
-    pixel, 5; rows of 5 and 6 unrolled: 3) and K_CHANNEL for the channel's constants and calls (fitted: DS-CNN's
-    and MobileNetV1's measured steps are 0.99-1.06 times the estimate)."""
+    row, 30 for the call; rows of 5 and 6 unrolled: 15 per pair, 7 per row), per channel the pairs' sums (35 per 2
+    pairs of flat pixels; row by row, _dw_head_rows: 13 per row and 16 per pair), the outputs (per row 14 per pair
+    of pixels, 2 per 2 pairs, 8 for an odd row's last pixel, 5; rows of 5 and 6 unrolled: 3) and K_CHANNEL for the
+    channel's constants and calls (fitted: DS-CNN's and MobileNetV1's measured steps are 0.99-1.06 times the
+    estimate)."""
     cost = 0
     e = g.pl % 2
+    widen_pair, widen_row = (15, 7) if g.iw in (5, 6) else (17, 8)
     row_outputs = 14 * (g.ow // 2) + 8 * (g.ow % 2) + (3 if g.ow in (5, 6) else 2 * (g.ow // 4) + (g.ow // 2) % 2 + 5)
     for b0 in range(0, g.oh, nb):
         rows, iy0 = min(nb, g.oh - b0), b0 - g.pt
@@ -477,7 +479,7 @@ def _dw_rows_cost(g: WindowLoops, pw: int, nb: int) -> int:
             sums = rows * (13 + 8 * (pw - 2))
         else:
             sums = 35 * (((rows - 1) * pw + g.ow + e + 1) // 2) // 2
-        cost += -(-g.c // 4) * (in_rows * (17 * (g.iw // 2) + 11 * (g.iw % 2) + 8) + 30)
+        cost += -(-g.c // 4) * (in_rows * (widen_pair * (g.iw // 2) + 11 * (g.iw % 2) + widen_row) + 30)
         cost += g.c * (sums + rows * row_outputs + K_CHANNEL)
     return cost
 
