@@ -303,7 +303,7 @@ def _dwr_cases(prog: Program, rng: np.random.Generator) -> None:
     images whose input and output rows are odd and even (one pixel wide: the C loops), SAME, VALID and one-sided
     padding (an odd left padding: the planes' leading pad values), a pad value other than the input zero point,
     channel counts with a last partial block of 4, and bands of nb rows that do not divide the output's (the last
-    band shorter)."""
+    band shorter); qc_dsp_dwr5_* on the rows of 5 (the first shape: mode 3 unclamped among them)."""
     variants = [(mode, pc, clamp, 0) for mode in range(3) for pc in (0, 1) for clamp in (0, 1)]
     variants += [(0, 0, 0, 1), (0, 1, 1, 1)]
     shapes = [((7, 5, 8), (1, 1, 1, 1), 3), ((5, 6, 6), (0, 0, 0, 0), 2), ((6, 6, 8), (1, 1, 1, 1), 4),
@@ -339,12 +339,13 @@ def _dwr_cases(prog: Program, rng: np.random.Generator) -> None:
         rq = prog.array("int32_t", _rq_pairs(mults, shifts, mode))
         name = (MODES[mode] + ("_pc" if pc else "") + ("_clamp" if clamp else "") + ("_exc" if exc else ""))
         e = pl % 2  # (the planes' leading pad values and the sums' first, unused)
+        five = "5" if iw == ow == 5 and pl == 1 else ""  # (DS-CNN's rows)
         plane_len, acc_len = ((nb + 2) * pw + 4 + 2 * e) * min(c, 4), ((nb - 1) * pw + ow + e + 1) // 2 * 2
         prog.check(f"  const qc_dsp_dwr_params P = {{{consts}, {rq}, {c}, {ih}, {iw}, {oh}, {ow}, {pt}, {pl}, {pad}, "
                    f"{nb}, {pw}, {2 * zp + 1}, {lo}, {hi}, {exceptions}}};\n"
                    f"  int16_t plane[{plane_len}] __attribute__((aligned(4)));\n  int32_t sums[{acc_len}];\n"
                    f"  int8_t y[{oh * ow * c}];\n"
-                   f"  qc_dsp_dwr_s8_{name}(&P, {prog.array('int8_t', x)}, y, plane, sums);", "y", expected)
+                   f"  qc_dsp_dwr{five}_s8_{name}(&P, {prog.array('int8_t', x)}, y, plane, sums);", "y", expected)
 
 
 def test_kernels_against_the_numpy_primitives(tmp_path):

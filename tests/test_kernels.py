@@ -54,7 +54,7 @@ def test_kws_like_choices_per_target_and_layout():
         assert len(convs) == 4 and all(c.kernel.startswith(f"qc_dsp_conv_3px_{w}_single_pc") for c in convs)
         assert all(c.unread == {1} and not c.step_constants and c.window_length % 4 == 0 for c in convs)
         dws = [s.choice for s in kp.steps if s.choice.form == "dw_rows"]
-        assert [c.kernel for c in dws] == ["qc_dsp_dwr_s8_single_pc"] * 3 and all(c.unread == {1, 2} for c in dws)
+        assert [c.kernel for c in dws] == ["qc_dsp_dwr5_s8_single_pc"] * 3 and all(c.unread == {1, 2} for c in dws)
         fc = kp.steps[-2].choice
         assert (fc.form, fc.kernel) == ("dot_4rows", "qc_dsp_dot_4rows_s8x4" if layout == "compact"
                                         else "qc_dsp_dot_4rows_q15")

@@ -299,12 +299,12 @@ static __attribute__((noinline)) void qc_dsp_dwr_pairs(const int16_t *r0, int32_
                    : "cc", "memory");
 }
 
-/* The sums of `rows` rows of a band whose plane rows are pw = 2 k + 2 (k = 2, 3: PAIRS, k x QC_DSP_DWR_PAIR) with a
-   leading pad value (an odd left padding): per row its flat pixel 1 alone, then k pairs from pixel 2, where the
-   flat loop's pairs (0, 1), ... computed pixel 0 too, never an output. The lone pixel is the second sum of a pair
-   (QC_DSP_DWR_HEAD: LDRD, SMULTB / SMLATB, SMLAD per kernel row and its STR: 10 instructions); a points at sum 1,
-   so that the pairs' sums land at 2, 3, ... and the next row starts at its sum 1. Per row of DS-CNN's 5 pixels
-   (k = 2): 45 instructions, where 3 pairs took 52.5. Exact as qc_dsp_dwr_pairs (the same products). */
+/* The sums of `rows` rows of 5 outputs of a band whose plane rows are pw = 6 with a leading pad value (the left
+   padding 1: qc_dsp_dwr5_*): per row its flat pixel 1 alone, then 2 pairs from pixel 2, where the flat
+   loop's pairs (0, 1), ... computed pixel 0 too, never an output. The lone pixel is the second sum of a pair
+   (QC_DSP_DWR_HEAD: LDRD, SMULTB / SMLATB, SMLAD per kernel row and the STRD of the unused sum 0 with it: 10
+   instructions). Per row 45 instructions, where 3 pairs took 52.5. Exact as qc_dsp_dwr_pairs (the same
+   products). */
 #define QC_DSP_DWR_HKROW(r, wb, first)                                                                              \
   "ldrd %[l0], %[l1], [%[" r "]], #4\n\t"                                                                         \
   first                                                                                                             \
@@ -314,28 +314,22 @@ static __attribute__((noinline)) void qc_dsp_dwr_pairs(const int16_t *r0, int32_
   QC_DSP_DWR_HKROW("r1", "wb1", "smlatb %[p1], %[l0], %[wa1], %[p1]\n\t")                                          \
   QC_DSP_DWR_HKROW("r2", "wb2", "smlatb %[p1], %[l0], %[wa2], %[p1]\n\t")                                          \
   "strd %[p0], %[p1], [%[a]], #8\n\t"
-#define QC_DSP_DWR_HEAD_ROWS(PAIRS)                                                                                 \
-  __asm__ volatile("push {%[p0]}\n"                                                                               \
-                   "1:\n\t" QC_DSP_DWR_HEAD PAIRS                                                                  \
-                   "\tldr %[p0], [sp]\n\t"                                                                         \
-                   "cmp %[a], %[p0]\n\t"                                                                           \
-                   "bne 1b\n\t"                                                                                    \
-                   "add sp, sp, #4"                                                                               \
-                   : [r0] "+r"(r0), [r1] "+r"(r1), [r2] "+r"(r2), [a] "+r"(a), [l0] "=&r"(l0), [l1] "=&r"(l1),       \
-                     [p0] "+r"(p0), [p1] "=&r"(p1)                                                                 \
-                   : [wa0] "r"(w[1]), [wb0] "r"(w[2]), [wa1] "r"(w[3]), [wb1] "r"(w[4]), [wa2] "r"(w[5]),          \
-                     [wb2] "r"(w[6])                                                                              \
-                   : "cc", "memory")
 static __attribute__((noinline)) void qc_dsp_dwr_head_rows(const int16_t *r0, int32_t pw, int32_t *a, int32_t rows,
                                                            const int32_t *w) {
   const int16_t *r1 = r0 + pw, *r2 = r0 + 2 * pw;
   uint32_t l0, l1;
   int32_t p0 = (int32_t)(uintptr_t)(a + rows * pw), p1;  /* (the end, pushed) */
-  if (pw == 6) {
-    QC_DSP_DWR_HEAD_ROWS(QC_DSP_DWR_PAIR QC_DSP_DWR_PAIR);
-  } else {
-    QC_DSP_DWR_HEAD_ROWS(QC_DSP_DWR_PAIR QC_DSP_DWR_PAIR QC_DSP_DWR_PAIR);
-  }
+  __asm__ volatile("push {%[p0]}\n"
+                   "1:\n\t" QC_DSP_DWR_HEAD QC_DSP_DWR_PAIR QC_DSP_DWR_PAIR
+                   "\tldr %[p0], [sp]\n\t"
+                   "cmp %[a], %[p0]\n\t"
+                   "bne 1b\n\t"
+                   "add sp, sp, #4"
+                   : [r0] "+r"(r0), [r1] "+r"(r1), [r2] "+r"(r2), [a] "+r"(a), [l0] "=&r"(l0), [l1] "=&r"(l1),
+                     [p0] "+r"(p0), [p1] "=&r"(p1)
+                   : [wa0] "r"(w[1]), [wb0] "r"(w[2]), [wa1] "r"(w[3]), [wb1] "r"(w[4]), [wa2] "r"(w[5]),
+                     [wb2] "r"(w[6])
+                   : "cc", "memory");
 }
 
 /* The constants of a channel's outputs (qc_dsp_dwr_outs): its start, requantization pair {m, s}, zp2p1, the clamp
@@ -401,15 +395,13 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr_out(const qc_dsp_dw
 /* The outputs of one channel's sums of a band (qc_dsp_dwr_pairs: `rows` rows of ow sums, pw apart) at y (the
    channel's first output; the next pixel's n further), C copied into locals: the int8 stores could alias it. */
 static inline __attribute__((always_inline)) void qc_dsp_dwr_outs(const qc_dsp_dwr_channel *C, const int32_t *a,
-    int8_t *y, int32_t rows, int32_t ow, int32_t pw, int mode, int pc, int clamp) {
+    int8_t *y, int32_t rows, int32_t ow, int32_t pw, int mode, int pc, int clamp, int five) {
   const qc_dsp_dwr_channel L = *C;
   const int32_t n = L.n;
   if (mode == 3 && !clamp && ow >= 2 && L.q[1] <= 21) {  /* (|zp2p1| <= 255: |zp2p1 << s| < 2^30) */
     int32_t k, v0, v1, t;
-    if (ow == 5) {  /* (DS-CNN's rows; the rows of 6 below: MobileNetV1's 6 x 6 layers) unrolled: 4 and 5 less */
+    if (five) {  /* (ow = 5, qc_dsp_dwr5_*) unrolled: 39 instructions a row, 43 with the passes */
       QC_DSP_DWR_ROWS3(QC_DSP_DWR_OPAIR QC_DSP_DWR_OPAIR QC_DSP_DWR_OLAST);
-    } else if (ow == 6) {
-      QC_DSP_DWR_ROWS3(QC_DSP_DWR_OPAIR QC_DSP_DWR_OPAIR QC_DSP_DWR_OPAIR);
     } else if (ow & 1) {
       QC_DSP_DWR_ROWS3(QC_DSP_DWR_ROW3(QC_DSP_DWR_OLAST));
     } else {
@@ -484,15 +476,13 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr_outs(const qc_dsp_d
    odd row's last pixel paired with the pad values pad2 (pad | pad << 16: the plane index after an input row's is a
    pad value of the same row, qc_dsp_dwr). Out of line, one copy for every variant (inlined into qc_dsp_dwr, GCC
    found no registers for the 14-register asm). */
-static __attribute__((noinline)) void qc_dsp_dwr_widen4(const int8_t *s, int32_t n, int16_t *d, int32_t len,
-                                                        int32_t count, int32_t rows, int32_t pw, uint32_t pad2) {
+static inline __attribute__((always_inline)) void qc_dsp_dwr_widen(const int8_t *s, int32_t n, int16_t *d,
+    int32_t len, int32_t count, int32_t rows, int32_t pw, uint32_t pad2, int five) {
   int16_t *d0 = d, *d1 = d + len, *d2 = d + 2 * len, *d3 = d + 3 * len;
   uint32_t a, b, a0, b0;
   int32_t k = count >> 1, t = 2 * (pw - (count + 1) / 2 * 2);  /* (pushed: the pairs a row, the skip in bytes) */
-  if (count == 5) {  /* (DS-CNN's rows; those of 6: MobileNetV1's 6 x 6 layers) unrolled: 5 and 7 less a row */
+  if (five) {  /* (count = 5, qc_dsp_dwr5_*) unrolled: 49 instructions a row, 54 with the pairs' loop */
     QC_DSP_DWR_WIDEN_ROWS(QC_DSP_DWR_WPAIR QC_DSP_DWR_WPAIR QC_DSP_DWR_WTAIL);
-  } else if (count == 6) {
-    QC_DSP_DWR_WIDEN_ROWS(QC_DSP_DWR_WPAIR QC_DSP_DWR_WPAIR QC_DSP_DWR_WPAIR);
   } else if (count & 1) {
     QC_DSP_DWR_WIDEN_ROWS(QC_DSP_DWR_WROW(QC_DSP_DWR_WTAIL));
   } else {
@@ -500,30 +490,36 @@ static __attribute__((noinline)) void qc_dsp_dwr_widen4(const int8_t *s, int32_t
   }
 }
 
+static __attribute__((noinline)) void qc_dsp_dwr_widen4(const int8_t *s, int32_t n, int16_t *d, int32_t len,
+                                                        int32_t count, int32_t rows, int32_t pw, uint32_t pad2) {
+  qc_dsp_dwr_widen(s, n, d, len, count, rows, pw, pad2, 0);
+}
+static __attribute__((noinline)) void qc_dsp_dwr_widen5(const int8_t *s, int32_t n, int16_t *d, int32_t len,
+                                                        int32_t count, int32_t rows, int32_t pw, uint32_t pad2) {
+  qc_dsp_dwr_widen(s, n, d, len, count, rows, pw, pad2, 1);
+}
+
 /* qc_dsp_dwr_s8_<rq> (qc_cm_dsp.h): per band of nb output rows, the pad values in the planes of 4 channels,
    then per block of 4 channels their input rows widened into them (qc_dsp_dwr_widen4), and per channel the sums
-   of the band's pixels in pairs (sums: qc_dsp_dwr_pairs, or row by row, qc_dsp_dwr_head_rows, when the rows have
-   room for exactly their pairs after a leading pad value), then its outputs (outs: the variant's
-   qc_dsp_dwr_outs), start + sum requantized (|start + sum| is the accumulator, which the kernel choice bounds below
-   2^31, 2^30 doubled). A plane: with e = pl % 2, 2e pad values, then the band's rows of pw, input column j of row
-   r at index 2e + r pw + pl - e + j (even: the widening stores int16 pairs), then 4 pad values (the last pair's
-   windows read past the last row). Output pixel ox of row r sums the windows at flat index f = r pw + ox + e (the
-   sums from index 0, the outputs from sum e). A window reaching before its row's first index reads the previous
-   row's last one, a pad value (pw >= pl + iw); past its row's end, the next row's first ones, pad values
+   of the band's pixels in pairs (qc_dsp_dwr_pairs; five, qc_dsp_dwr5_*: row by row, qc_dsp_dwr_head_rows, and the
+   widening's and the outputs' rows unrolled), then its outputs (outs: the variant's qc_dsp_dwr_outs), start + sum
+   requantized (|start + sum| is the accumulator, which the kernel choice bounds below 2^31, 2^30 doubled). A
+   plane: with e = pl % 2, 2e pad values, then the band's rows of pw, input column j of row r at index
+   2e + r pw + pl - e + j (even: the widening stores int16 pairs), then 4 pad values (the last pair's windows read
+   past the last row). Output pixel ox of row r sums the windows at flat index f = r pw + ox + e (the sums from
+   index 0, the outputs from sum e). A window reaching before its row's first index reads the previous row's last
+   one, a pad value (pw >= pl + iw); past its row's end, the next row's first ones, pad values
    (pw >= ow + 2 - pl). */
 static inline __attribute__((always_inline)) void qc_dsp_dwr(const qc_dsp_dwr_params *P, const int8_t *x, int8_t *y,
     int16_t *plane, int32_t *acc, int pc,
-    void (*outs)(const qc_dsp_dwr_channel *, const int32_t *, int8_t *, int32_t, int32_t, int32_t)) {
+    void (*outs)(const qc_dsp_dwr_channel *, const int32_t *, int8_t *, int32_t, int32_t, int32_t), int five) {
   const int32_t n = P->n, ih = P->ih, iw = P->iw, oh = P->oh, ow = P->ow, pw = P->pw, pl = P->pl, nb = P->nb;
   const int32_t e = pl & 1, len = (nb + 2) * pw + 4 + 2 * e, planes = n < 4 ? n : 4;
   const int16_t pad = (int16_t)P->pad;
   const uint32_t pad2 = (uint16_t)pad | (uint32_t)(uint16_t)pad << 16;
   qc_dsp_dwr_channel C = {0, {0, 0}, P->zp2p1, {P->lo, P->hi}, 0, n, P->exc_start, P->exc_acc, P->exc_value};
-  void (*const sums)(const int16_t *, int32_t, int32_t *, int32_t, const int32_t *) =
-      e && (pw == 6 || pw == 8) && pw == ow / 2 * 2 + 2 ? qc_dsp_dwr_head_rows : qc_dsp_dwr_pairs;
   for (int32_t b0 = 0; b0 < oh; b0 += nb) {
     const int32_t rows = oh - b0 < nb ? oh - b0 : nb, iy0 = b0 - P->pt;
-    const int32_t count = sums == qc_dsp_dwr_pairs ? ((rows - 1) * pw + ow + e + 1) / 2 : rows;
     const int32_t r_lo = iy0 < 0 ? -iy0 : 0, r_hi = ih - iy0 < rows + 2 ? ih - iy0 : rows + 2;
     for (int32_t i = 0; i < planes; ++i) {  /* the pad values: all but the input rows' input columns */
       int16_t *p = plane + i * len + 2 * e;
@@ -544,8 +540,9 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr(const qc_dsp_dwr_pa
     for (int32_t c0 = 0; c0 < n; c0 += 4) {
       const int32_t k = n - c0 < 4 ? n - c0 : 4;
       if (k == 4 && iw >= 2 && r_hi > r_lo) {
-        qc_dsp_dwr_widen4(x + (iy0 + r_lo) * iw * n + c0, n, plane + 2 * e + r_lo * pw + pl - e, len, iw,
-                          r_hi - r_lo, pw, pad2);
+        (five ? qc_dsp_dwr_widen5 : qc_dsp_dwr_widen4)(x + (iy0 + r_lo) * iw * n + c0, n,
+                                                       plane + 2 * e + r_lo * pw + pl - e, len, iw, r_hi - r_lo, pw,
+                                                       pad2);
       } else {
         for (int32_t r = r_lo; r < r_hi; ++r) {
           const int8_t *s = x + (iy0 + r) * iw * n + c0;
@@ -563,7 +560,11 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr(const qc_dsp_dwr_pa
         C.start = w[0];
         C.q[0] = rq[0];
         C.q[1] = rq[1];
-        sums(plane + i * len, pw, acc, count, w);
+        if (five) {
+          qc_dsp_dwr_head_rows(plane + i * len, pw, acc, rows, w);
+        } else {
+          qc_dsp_dwr_pairs(plane + i * len, pw, acc, ((rows - 1) * pw + ow + e + 1) / 2, w);
+        }
         outs(&C, acc + e, y + b0 * ow * n + c0 + i, rows, ow, pw);
       }
     }
@@ -573,10 +574,17 @@ static inline __attribute__((always_inline)) void qc_dsp_dwr(const qc_dsp_dwr_pa
 #define QC_DSP_DWR_DEFINE(RQ, MODE, PC, CLAMP, A)                                                                  \
   static __attribute__((noinline)) void qc_dsp_dwr_outs_##RQ(const qc_dsp_dwr_channel *C, const int32_t *a,     \
                                                              int8_t *y, int32_t rows, int32_t ow, int32_t pw) {  \
-    qc_dsp_dwr_outs(C, a, y, rows, ow, pw, QC_DSP_DW_MODE(MODE), PC, CLAMP);                                       \
+    qc_dsp_dwr_outs(C, a, y, rows, ow, pw, QC_DSP_DW_MODE(MODE), PC, CLAMP, 0);                                    \
+  }                                                                                                                \
+  static __attribute__((noinline)) void qc_dsp_dwr5_outs_##RQ(const qc_dsp_dwr_channel *C, const int32_t *a,    \
+                                                              int8_t *y, int32_t rows, int32_t ow, int32_t pw) { \
+    qc_dsp_dwr_outs(C, a, y, rows, ow, pw, QC_DSP_DW_MODE(MODE), PC, CLAMP, 1);                                    \
   }                                                                                                                \
   void qc_dsp_dwr_s8_##RQ(const qc_dsp_dwr_params *P, const int8_t *x, int8_t *y, int16_t *plane, int32_t *acc) { \
-    qc_dsp_dwr(P, x, y, plane, acc, PC, qc_dsp_dwr_outs_##RQ);                                                     \
+    qc_dsp_dwr(P, x, y, plane, acc, PC, qc_dsp_dwr_outs_##RQ, 0);                                                 \
+  }                                                                                                                \
+  void qc_dsp_dwr5_s8_##RQ(const qc_dsp_dwr_params *P, const int8_t *x, int8_t *y, int16_t *plane, int32_t *acc) { \
+    qc_dsp_dwr(P, x, y, plane, acc, PC, qc_dsp_dwr5_outs_##RQ, 1);                                                \
   }
 QC_DSP_RQ_VARIANTS(QC_DSP_DWR_DEFINE, dwr)
 QC_DSP_RQ_EXC_VARIANTS(QC_DSP_DWR_DEFINE, dwr)

@@ -98,9 +98,12 @@ typedef struct {
    y [oh][ow][n] (int8, requantized as qc_dsp_rq8), channel by channel over bands of nb output rows: the band's
    input rows of the channel widened into the plane (int16, pad values around the input), the sums of pixel pairs
    from it (SMUAD/SMLAD/SMLATB/SMLABT over (x[c-1], x[c]), (x[c+1], x[c+2]) and the kernel row's weight pairs),
-   then the outputs. plane, acc: the scratch (qc_dsp_dwr_params). */
+   then the outputs. plane, acc: the scratch (qc_dsp_dwr_params). dwr5_s8_<rq>: the same for rows of 5 inputs and
+   5 outputs (iw = ow = 5, pl = 1, pw = 6: DS-CNN's), a row's loops unrolled and its first flat pixel, a pad value's,
+   not summed (qc_dsp_dwr_head_rows); its own entry, so that the models without such rows do not link its code. */
 #define QC_DSP_DWR_DECLARE(RQ, MODE, PC, CLAMP, A)                                                                 \
-  void qc_dsp_dwr_s8_##RQ(const qc_dsp_dwr_params *P, const int8_t *x, int8_t *y, int16_t *plane, int32_t *acc);
+  void qc_dsp_dwr_s8_##RQ(const qc_dsp_dwr_params *P, const int8_t *x, int8_t *y, int16_t *plane, int32_t *acc);  \
+  void qc_dsp_dwr5_s8_##RQ(const qc_dsp_dwr_params *P, const int8_t *x, int8_t *y, int16_t *plane, int32_t *acc);
 QC_DSP_RQ_VARIANTS(QC_DSP_DWR_DECLARE, dwr)
 QC_DSP_RQ_EXC_VARIANTS(QC_DSP_DWR_DECLARE, dwr)
 

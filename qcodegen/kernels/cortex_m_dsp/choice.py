@@ -463,20 +463,21 @@ def _dw_rows_plan(c: ConvStep) -> tuple[int, int] | None:
 def _dw_rows_cost(g: WindowLoops, pw: int, nb: int) -> int:
     """Estimated instructions of qc_dsp_dwr_* on one image, counted from its loops (GCC 12 -O2, Cortex-M4): per band
     and block of 4 channels the widening (17 per pair of input pixels, 11 for an odd row's last one, 8 per input
-    row, 30 for the call; rows of 5 and 6 unrolled: 15 per pair, 7 per row), per channel the pairs' sums (35 per 2
-    pairs of flat pixels; row by row, _dw_head_rows: 13 per row and 16 per pair), the outputs (per row 14 per pair
-    of pixels, 2 per 2 pairs, 8 for an odd row's last pixel, 5; rows of 5 and 6 unrolled: 3) and K_CHANNEL for the
-    channel's constants and calls (fitted: DS-CNN's and MobileNetV1's measured steps are 0.99-1.06 times the
+    row, 30 for the call; qc_dsp_dwr5_*, _dw_rows5, unrolled: 15 per pair, 7 per row), per channel the pairs' sums
+    (35 per 2 pairs of flat pixels; qc_dsp_dwr5_* row by row: 13 per row and 16 per pair), the outputs (per row 14
+    per pair of pixels, 2 per 2 pairs, 8 for an odd row's last pixel, 5; qc_dsp_dwr5_* unrolled: 3) and K_CHANNEL
+    for the channel's constants and calls (fitted: DS-CNN's and MobileNetV1's measured steps are 0.99-1.06 times the
     estimate)."""
     cost = 0
     e = g.pl % 2
-    widen_pair, widen_row = (15, 7) if g.iw in (5, 6) else (17, 8)
-    row_outputs = 14 * (g.ow // 2) + 8 * (g.ow % 2) + (3 if g.ow in (5, 6) else 2 * (g.ow // 4) + (g.ow // 2) % 2 + 5)
+    five = _dw_rows5(g)
+    widen_pair, widen_row = (15, 7) if five else (17, 8)
+    row_outputs = 14 * (g.ow // 2) + 8 * (g.ow % 2) + (3 if five else 2 * (g.ow // 4) + (g.ow // 2) % 2 + 5)
     for b0 in range(0, g.oh, nb):
         rows, iy0 = min(nb, g.oh - b0), b0 - g.pt
         in_rows = min(rows + 2, g.ih - iy0) - max(0, -iy0)
-        if _dw_head_rows(pw, g.ow, e):
-            sums = rows * (13 + 8 * (pw - 2))
+        if five:
+            sums = rows * (13 + 2 * 16)
         else:
             sums = 35 * (((rows - 1) * pw + g.ow + e + 1) // 2) // 2
         cost += -(-g.c // 4) * (in_rows * (widen_pair * (g.iw // 2) + 11 * (g.iw % 2) + widen_row) + 30)
@@ -484,11 +485,10 @@ def _dw_rows_cost(g: WindowLoops, pw: int, nb: int) -> int:
     return cost
 
 
-def _dw_head_rows(pw: int, ow: int, e: int) -> bool:
-    """Whether qc_dsp_dwr_* sums the band row by row, a row's flat pixel 1 alone and then (pw - 2) / 2 pairs
-    (qc_dsp_dwr_head_rows): an odd left padding (e = 1) and rows of pw = 6 or 8 that hold no more pairs than the
-    outputs need."""
-    return e == 1 and pw in (6, 8) and pw == ow // 2 * 2 + 2
+def _dw_rows5(g: WindowLoops) -> bool:
+    """Whether the step takes qc_dsp_dwr5_* (rows of 5 inputs and 5 outputs, the left padding 1: DS-CNN's), whose
+    code the other models do not link."""
+    return g.iw == g.ow == 5 and g.pl == 1
 
 
 def _pair_run(g: WindowLoops) -> tuple[int, int]:
@@ -537,7 +537,8 @@ def _dw_rows(c: ConvStep, names: ArrayNames, mode: int, plan: tuple[int, int], r
     arrays = {"w": step_array(names, "dw_rows", layouts.dsp_dw_rows(c.weight_rows(), c.bias_per_row(), c.izp,
                                                                     2 if mode == 2 else 1)),
               "rq": step_array(names, f"rq{mode}", _rq_pairs(c.rq, mode)), **exception_const_arrays(c.rq, names)}
-    params = DwRows(f"qc_dsp_dwr_s8_{_rq_name(c.rq, mode)}", g, c.pad_value, nb, pw, plane_len, acc_len,
+    entry = "qc_dsp_dwr5" if _dw_rows5(g) else "qc_dsp_dwr"
+    params = DwRows(f"{entry}_s8_{_rq_name(c.rq, mode)}", g, c.pad_value, nb, pw, plane_len, acc_len,
                     2 * c.rq.output_zp + 1, c.rq.lo, c.rq.hi)
     reason += (f", int8 outputs of an exact 32-bit requantization (shifts >= 33); 3x3, stride and dilation 1: "
                f"channel by channel over int16 planes, bands of {nb} output rows, {params.scratch_bytes} B of stack")
