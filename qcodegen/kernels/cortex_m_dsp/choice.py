@@ -279,6 +279,8 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
         if copied:
             q15_copy, w = stream.size + c.rows * groups, "q15x2"
         fn3, fn2, fn1 = (f"qc_dsp_conv_{n}px_{w}_packed" for n in (3, 2, 1))
+        if groups <= FIXED_GROUPS:  # the groups unrolled: no entry by the PC, no passes' end (QC_DSP_PACKED_FIXED)
+            fn3 += f"_g{groups}"
     else:
         relaid = (step_array(names, f"dsp_{w}_rows", getattr(layouts, f"dsp_{w}")(rows)) if window_rows
                   else _weights(c, names, f"dsp_{w}"))
