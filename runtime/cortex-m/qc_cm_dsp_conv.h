@@ -640,11 +640,13 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
   "ldr %[xo], %[yend]\n\t"                                                                                         \
   "cmp %[te], %[xo]\n\t"                                                                                           \
   "bne 1b"
-#define QC_DSP_PACKED_OPERANDS                                                                                      \
+#define QC_DSP_COMMA ,
+/* Their operands (OUT, IN: those of the passes' entry and end, or of the constant group count). */
+#define QC_DSP_PACKED_OPERANDS(OUT, IN)                                                                             \
   : [s0] "=&r"(s0), [s1] "=&r"(s1), [s2] "=&r"(s2), [s3] "=&r"(s3), [s4] "=&r"(s4), [s5] "=&r"(s5), [x] "=&r"(xq),  \
     [w] "+r"(wq), [t] "=&r"(t), [u] "=&r"(u), [te] "=&r"(te), [ue] "=&r"(ue), [xe] "=&r"(xe), [xo] "=&r"(xo),       \
-    [y] "+m"(y), [entry] "=m"(entry)                                                                                \
-  : [xs] "m"(x), [xend] "m"(xend), [skip] "m"(skip), [rs] "m"(rows), [yend] "m"(yend), [g] "i"(fixed)               \
+    [y] "+m"(y) OUT                                                                                                 \
+  : [xs] "m"(x), [rs] "m"(rows), [yend] "m"(yend) IN                                                                \
   : "memory", "cc"
 #define QC_DSP_PACKED_LOOP(GROUP, GB, FIRST, REST, ROW0, ROW1)                                                       \
   __asm__ volatile("adr.w %[t], 2f\n\t"                                                                            \
@@ -662,7 +664,9 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
                    REST                                                                                            \
                    "ldr %[t], %[xend]\n\t"                                                                         \
                    "cmp %[x], %[t]\n\t"                                                                            \
-                   "bne 2b\n\t" QC_DSP_PACKED_ROWS(ROW0, ROW1) QC_DSP_PACKED_OPERANDS)
+                   "bne 2b\n\t" QC_DSP_PACKED_ROWS(ROW0, ROW1)                                                \
+                   QC_DSP_PACKED_OPERANDS(QC_DSP_COMMA [entry] "=m"(entry),                                      \
+                                          QC_DSP_COMMA [xend] "m"(xend) QC_DSP_COMMA [skip] "m"(skip)))
 /* The same for a constant count of groups (fixed: 1 .. 10), all of them unrolled (.rept): no entry by the PC, no
    passes' end; 3 pixels only (the kernels of few groups: MobileNetV1's first convolution). */
 #define QC_DSP_PACKED_FIXED(GROUP, FIRST, ROW0, ROW1)                                                                \
@@ -670,7 +674,7 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
                    "ldrd %[s0], %[s1], [%[w]], #8\n\t"                                                            \
                    "ldr %[x], %[xs]\n\t" FIRST                                                                     \
                    ".rept %c[g] - 1\n\t" GROUP ".endr\n\t"                                                         \
-                   QC_DSP_PACKED_ROWS(ROW0, ROW1) QC_DSP_PACKED_OPERANDS)
+                   QC_DSP_PACKED_ROWS(ROW0, ROW1) QC_DSP_PACKED_OPERANDS(, QC_DSP_COMMA [g] "i"(fixed)))
 /* The outputs of row 0 (accumulators s0, s2, s4) and row 1 (s1, s3, s5) of 1, 2 or 3 pixels. */
 #define QC_DSP_RQC_OUTS1(a) QC_DSP_RQC_OUT(a, "[%[te]]")
 #define QC_DSP_RQC_OUTS2(a, b) QC_DSP_RQC_OUTS1(a) QC_DSP_RQC_OUT(b, "[%[te], %[ue]]")
