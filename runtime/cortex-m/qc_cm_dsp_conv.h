@@ -612,9 +612,9 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
    first of their count % 8 (16) by a load of the PC: no remainder loop), 3 per pass for its end (x against x + 2 n
    groups words), then
    the 2 n outputs of QC_DSP_RQC_OUT (5 instructions each) with each row's {m, s, c} by LDRD and LDR from the same
-   pointer (y and rows loaded into the group temporaries; stores at y, y + rows, y + 2 rows by register offsets) and
-   5 for y and the loop: for three pixels 2 + 20 groups + 3 passes + 42 instructions per 24 groups MACs (q15: 17 per
-   group). GB: the bytes of one group's text (every instruction 32-bit), checked by the assembler; FIRST, REST,
+   pointer (y and rows loaded into the group temporaries; stores at y, y + rows, y + 2 rows by register offsets, the
+   one at y post-indexed) and 3 for y and the loop: for three pixels 2 + 20 groups + 3 passes + 40 instructions per
+   24 groups MACs (q15: 17 per group). GB: the bytes of one group's text (every instruction 32-bit), checked by the assembler; FIRST, REST,
    ROW0, ROW1: the text of the first group, of the groups of a pass after its first and of the outputs of each
    row. */
 /* The int8 output of doubled accumulator a (mode 3) at addr, with the row's {m, s, c} in t, u, xe: SMMLAR adds
@@ -633,9 +633,7 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
   "ldrd %[t], %[u], [%[w]], #8\n\t"                                                                                \
   "ldr %[xe], [%[w]], #4\n\t" ROW0                                                                                 \
   "ldrd %[t], %[u], [%[w]], #8\n\t"                                                                                \
-  "ldr %[xe], [%[w]], #4\n\t"                                                                                      \
-  "add %[te], %[te], #1\n\t" ROW1                                                                                  \
-  "add %[te], %[te], #1\n\t"                                                                                       \
+  "ldr %[xe], [%[w]], #4\n\t" ROW1                                                                                 \
   "str %[te], %[y]\n\t"                                                                                            \
   "ldr %[xo], %[yend]\n\t"                                                                                         \
   "cmp %[te], %[xo]\n\t"                                                                                           \
@@ -675,10 +673,11 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
                    "ldr %[x], %[xs]\n\t" FIRST                                                                     \
                    ".rept %c[g] - 1\n\t" GROUP ".endr\n\t"                                                         \
                    QC_DSP_PACKED_ROWS(ROW0, ROW1) QC_DSP_PACKED_OPERANDS(, QC_DSP_COMMA [g] "i"(fixed)))
-/* The outputs of row 0 (accumulators s0, s2, s4) and row 1 (s1, s3, s5) of 1, 2 or 3 pixels. */
-#define QC_DSP_RQC_OUTS1(a) QC_DSP_RQC_OUT(a, "[%[te]]")
-#define QC_DSP_RQC_OUTS2(a, b) QC_DSP_RQC_OUTS1(a) QC_DSP_RQC_OUT(b, "[%[te], %[ue]]")
-#define QC_DSP_RQC_OUTS3(a, b, c) QC_DSP_RQC_OUTS2(a, b) QC_DSP_RQC_OUT(c, "[%[te], %[ue], lsl #1]")
+/* The outputs of row 0 (accumulators s0, s2, s4) and row 1 (s1, s3, s5) of 1, 2 or 3 pixels (at y, y + rows,
+   y + 2 rows), the first pixel's last: its store (post-indexed) moves y to the next channel, no ADD. */
+#define QC_DSP_RQC_OUTS1(a) QC_DSP_RQC_OUT(a, "[%[te]], #1")
+#define QC_DSP_RQC_OUTS2(a, b) QC_DSP_RQC_OUT(b, "[%[te], %[ue]]") QC_DSP_RQC_OUTS1(a)
+#define QC_DSP_RQC_OUTS3(a, b, c) QC_DSP_RQC_OUT(c, "[%[te], %[ue], lsl #1]") QC_DSP_RQC_OUTS2(a, b)
 /* The groups of a pass after its first: 7 (1 and 2 pixels) or 15 (3 pixels: 3 instructions per 16 groups for the
    pass's end, where the kernels of many rows spend their time). */
 #define QC_DSP_X7(G) G G G G G G G
