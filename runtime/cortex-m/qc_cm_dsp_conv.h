@@ -612,9 +612,9 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
    first of their count % 8 (16) by a load of the PC: no remainder loop), 3 per pass for its end (x against x + 2 n
    groups words), then
    the 2 n outputs of QC_DSP_RQC_OUT (5 instructions each) with each row's {m, s, c} by LDRD and LDR from the same
-   pointer (y and rows loaded into the group temporaries; stores at y, y + rows, y + 2 rows by register offsets, the
-   one at y post-indexed) and 3 for y and the loop: for three pixels 2 + 20 groups + 3 passes + 40 instructions per
-   24 groups MACs (q15: 17 per group). GB: the bytes of one group's text (every instruction 32-bit), checked by the assembler; FIRST, REST,
+   pointer (y and rows loaded into the group temporaries by one LDRD; stores at y, y + rows, y + 2 rows by register
+   offsets, the one at y post-indexed) and 4 for y and the loop: for three pixels 2 + 20 groups + 3 passes + 39
+   instructions per 24 groups MACs (q15: 17 per group). GB: the bytes of one group's text (every instruction 32-bit), checked by the assembler; FIRST, REST,
    ROW0, ROW1: the text of the first group, of the groups of a pass after its first and of the outputs of each
    row. */
 /* The int8 output of doubled accumulator a (mode 3) at addr, with the row's {m, s, c} in t, u, xe: SMMLAR adds
@@ -628,8 +628,7 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
   "strb %[" a "], " addr "\n\t"
 /* The end of a pair of rows of the packed kernels: its 2 n outputs (ROW0, ROW1) and the loop over the pairs. */
 #define QC_DSP_PACKED_ROWS(ROW0, ROW1)                                                                              \
-  "ldr %[te], %[y]\n\t"                                                                                            \
-  "ldr %[ue], %[rs]\n\t"                                                                                           \
+  "ldrd %[te], %[ue], %[y]\n\t"                                                                                    \
   "ldrd %[t], %[u], [%[w]], #8\n\t"                                                                                \
   "ldr %[xe], [%[w]], #4\n\t" ROW0                                                                                 \
   "ldrd %[t], %[u], [%[w]], #8\n\t"                                                                                \
@@ -643,8 +642,8 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
 #define QC_DSP_PACKED_OPERANDS(OUT, IN)                                                                             \
   : [s0] "=&r"(s0), [s1] "=&r"(s1), [s2] "=&r"(s2), [s3] "=&r"(s3), [s4] "=&r"(s4), [s5] "=&r"(s5), [x] "=&r"(xq),  \
     [w] "+r"(wq), [t] "=&r"(t), [u] "=&r"(u), [te] "=&r"(te), [ue] "=&r"(ue), [xe] "=&r"(xe), [xo] "=&r"(xo),       \
-    [y] "+m"(y) OUT                                                                                                 \
-  : [xs] "m"(x), [rs] "m"(rows), [yend] "m"(yend) IN                                                                \
+    [y] "+m"(yr) OUT                                                                                                \
+  : [xs] "m"(x), [yend] "m"(yend) IN                                                                                \
   : "memory", "cc"
 #define QC_DSP_PACKED_LOOP(GROUP, GB, FIRST, REST, ROW0, ROW1)                                                       \
   __asm__ volatile("adr.w %[t], 2f\n\t"                                                                            \
@@ -745,6 +744,7 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_packed(con
   const int32_t rows = P->rows, skip = left ? -left & (pass - 1) : pass;
   const uint32_t *xend = x + 2 * n * P->groups;
   const int8_t *yend = y + rows;
+  struct { int8_t *y; int32_t rows; } yr = {y, rows};  /* (y and the row stride by one LDRD) */
   uint32_t entry;
   int32_t s0, s1, s2, s3, s4, s5;
   const uint32_t *xq;
