@@ -614,9 +614,9 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
    the 2 n outputs of QC_DSP_RQC_OUT (5 instructions each) with each row's {m, s, c} by LDRD and LDR from the same
    pointer (y and rows loaded into the group temporaries by one LDRD; stores at y, y + rows, y + 2 rows by register
    offsets, the one at y post-indexed) and 4 for y and the loop: for three pixels 2 + 20 groups + 3 passes + 39
-   instructions per 24 groups MACs (q15: 17 per group). GB: the bytes of one group's text (every instruction 32-bit), checked by the assembler; FIRST, REST,
-   ROW0, ROW1: the text of the first group, of the groups of a pass after its first and of the outputs of each
-   row. */
+   instructions per 24 groups MACs (q15: 17 per group). GB: the bytes of one group's text (every instruction
+   32-bit), checked by the assembler; FIRST, REST, ROW0, ROW1: the text of the first group, of the groups of a pass
+   after its first and of the outputs of each row. */
 /* The int8 output of doubled accumulator a (mode 3) at addr, with the row's {m, s, c} in t, u, xe: SMMLAR adds
    c = zp2p1 << s to SMMULR(a, m) (exactly: |c| < 2^30, checked at generation time, and |SMMULR| <= 2^30), which
    is adding zp2p1 after the ASR by s (c a multiple of 2^s): the ADD of the zero point saved; then SSAT halves. */
@@ -681,7 +681,7 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
    pass's end, where the kernels of many rows spend their time). */
 #define QC_DSP_X7(G) G G G G G G G
 #define QC_DSP_X15(G) QC_DSP_X7(G) QC_DSP_X7(G) G
-#define QC_DSP_PACKED_NPX(n, q15, fixed)                                                                                  \
+#define QC_DSP_PACKED_NPX(n, q15, fixed)                                                                           \
   do {                                                                                                              \
     if (n == 1) {                                                                                                   \
       if (q15) {                                                                                                    \
