@@ -165,7 +165,8 @@ def _packed_cases(prog: Program, rng: np.random.Generator, lengths: tuple[int, .
     rows of 1 .. 16 groups (`lengths`): the first pass of 8 groups entered at every remainder (groups % 8 = 1, 2, 0,
     2, 5, 0; 3 pixels: passes of 16 after the first group; rows of 25 groups: two of them); the
     q15x2 kernels also over qc_dsp_packed_q15x2's copy of the s8x2 array, which must equal the q15x2 array word for
-    word (these and the s8x2 kernels over triples widened by qc_dsp_widen3 where k % 4 == 0)."""
+    word (these and the s8x2 kernels over triples widened by qc_dsp_widen3 where k % 4 == 0); rows of at most 10
+    groups also by the 3-pixel kernels of their constant group count (qc_dsp_conv_3px_*_packed_g<G>)."""
     for i, k in enumerate(lengths):
         pc, rows, izp, zp = i % 2, 6, int(rng.integers(-128, 128)), int(rng.integers(-128, 128))
         x = rng.integers(-128, 128, (3, k))
@@ -195,8 +196,9 @@ def _packed_cases(prog: Program, rng: np.random.Generator, lengths: tuple[int, .
             triple = "".join(_widen(f"{xs} + {j * k}", k, str(2 * j), 6, dbl) for j in range(3))
             if wq in (s8, "wq") and k % 4 == 0:  # (as the steps over contiguous pixels widen their triples)
                 triple = f"  qc_dsp_widen3({xs}, {k}, {groups}, qc_xq, {dbl});\n"
-            prog.check(f"{params}  uint32_t qc_xq[{6 * groups}];\n{triple}  int8_t y[{3 * rows}];\n"
-                       f"  qc_dsp_conv_3px_{name}_packed(&P, qc_xq, y);", "y", expected)
+            for fixed in ("", f"_g{groups}")[:1 + (groups <= 10)]:  # (the kernels of a constant group count)
+                prog.check(f"{params}  uint32_t qc_xq[{6 * groups}];\n{triple}  int8_t y[{3 * rows}];\n"
+                           f"  qc_dsp_conv_3px_{name}_packed{fixed}(&P, qc_xq, y);", "y", expected)
             pair = _widen(xs, k, "0", 4, dbl) + _widen(f"{xs} + {k}", k, "2", 4, dbl)
             prog.check(f"{params}  uint32_t qc_xq[{4 * groups}];\n{pair}  int8_t y[{2 * rows}];\n"
                        f"  qc_dsp_conv_2px_{name}_packed(&P, qc_xq, y);", "y", expected[:2])

@@ -74,7 +74,9 @@ def test_conv_choices_and_reasons():
     w = _w(rng, 6, 1, 1, 16)
     c = _choice(_conv("CONV2D", w=w, bias=np.arange(6) * 100, **px))
     # |bias| + k 2^15 < 2^30: mode 2, the sums doubled, the starts and pairs inside the weights (dsp_packed)
-    assert c.form == "conv_px" and c.kernel == "qc_dsp_conv_3px_s8x2_packed" and c.params.double_inputs
+    # 4 groups, 6 rows: the 3-pixel kernel of that group count (the last one or two pixels: the general ones)
+    assert c.form == "conv_px" and c.kernel == "qc_dsp_conv_3px_s8x2_packed_g4" and c.params.double_inputs
+    assert c.params.fn2 == "qc_dsp_conv_2px_s8x2_packed"
     assert set(c.arrays) == {"weights"} and c.unread == {1, 2} and c.params.triples == 6 and "pixels" in c.reason
     starts = 2 * (np.arange(6) * 100 + 128 * w.reshape(6, 16).astype(np.int64).sum(axis=1))  # (izp -128)
     block = c.arrays["weights"].values[:2 + 8 + 6].tolist()  # the first pair of rows: 2 starts, 4 groups, 2 x 3
@@ -83,12 +85,15 @@ def test_conv_choices_and_reasons():
     # 8 inputs, 144 pixels: the weights copied as int16 pairs onto the stack (16 rows: 8 pairs of 2 + 8 + 6 words)
     small = _choice(_conv("CONV2D", w=_w(rng, 16, 1, 1, 8), bias=np.zeros(16), x_shape=(1, 12, 12, 8),
                           y_shape=(1, 12, 12, 16)))
-    assert (small.kernel, small.layout, small.params.q15_copy) == ("qc_dsp_conv_3px_q15x2_packed", "dsp_s8x2_packed",
-                                                                   8 * 16)
+    assert (small.kernel, small.layout, small.params.q15_copy) == ("qc_dsp_conv_3px_q15x2_packed_g2",
+                                                                   "dsp_s8x2_packed", 8 * 16)
     assert not small.params.double_inputs and "stack copy of 512 B" in small.reason
     big = _choice(_conv("CONV2D", w=_w(rng, 64, 1, 1, 64), bias=np.zeros(64), x_shape=(1, 12, 12, 64),
                         y_shape=(1, 12, 12, 64)))  # 32 pairs of 2 + 32 + 6 words: 9,216 B > 4 KiB
     assert big.kernel == "qc_dsp_conv_3px_s8x2_packed" and not big.params.q15_copy and big.params.double_inputs
+    many = _choice(_conv("CONV2D", w=_w(rng, 64, 1, 1, 32), bias=np.zeros(64), x_shape=(1, 12, 12, 32),
+                         y_shape=(1, 12, 12, 64)))  # 8 groups but 64 rows: the general kernel
+    assert many.kernel == "qc_dsp_conv_3px_s8x2_packed"
     wide_c = _choice(_conv("CONV2D", w=w, bias=np.arange(6) * 100, shifts=(62,), **px))  # |zp2p1| << 30 >= 2^30
     assert wide_c.kernel == "qc_dsp_conv_3px_s8x2_double_n_g4" and set(wide_c.arrays) == {"weights", "rq", "base"}
     single = _choice(_conv("CONV2D", w=w, bias=np.arange(6) * 100, rounding="single_round", **px))
@@ -96,7 +101,7 @@ def test_conv_choices_and_reasons():
     big = _choice(_conv("CONV2D", w=_w(rng, 6, 1, 1, 16), bias=np.full(6, 1 << 30), shifts=(40,), **px))
     assert big.kernel == "qc_dsp_conv_3px_s8x2_double_g4" and big.arrays["rq"].values.tolist() == [1 << 30, 40 - 33]
     fast = _choice(_conv("CONV2D", w=_w(rng, 6, 1, 1, 16), bias=np.zeros(6), izp=0, **px), layout="fast")
-    assert fast.kernel == "qc_dsp_conv_3px_q15x2_packed" and fast.unread == {1, 2} and not fast.params.double_inputs
+    assert fast.kernel == "qc_dsp_conv_3px_q15x2_packed_g4" and fast.unread == {1, 2} and not fast.params.double_inputs
     odd = _choice(_conv("CONV2D", w=_w(rng, 5, 1, 1, 16), bias=np.zeros(5), x_shape=(1, 2, 3, 16),
                         y_shape=(1, 2, 3, 5)))
     assert (odd.form, odd.kernel, odd.unread) == ("dot_2x2", "qc_dsp_dot_2x2_s8x2", frozenset())  # last row: int8

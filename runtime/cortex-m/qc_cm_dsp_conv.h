@@ -612,11 +612,11 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
    first of their count % 8 (16) by a load of the PC: no remainder loop), 3 per pass for its end (x against x + 2 n
    groups words), then
    the 2 n outputs of QC_DSP_RQC_OUT (5 instructions each) with each row's {m, s, c} by LDRD and LDR from the same
-   pointer (y and rows loaded into the group temporaries; stores at y, y + rows, y + 2 rows by register offsets) and
-   5 for y and the loop: for three pixels 2 + 20 groups + 3 passes + 42 instructions per 24 groups MACs (q15: 17 per
-   group). GB: the bytes of one group's text (every instruction 32-bit), checked by the assembler; FIRST, REST,
-   ROW0, ROW1: the text of the first group, of the groups of a pass after its first and of the outputs of each
-   row. */
+   pointer (y and rows loaded into the group temporaries by one LDRD; stores at y, y + rows, y + 2 rows by register
+   offsets, the one at y post-indexed) and 4 for y and the loop: for three pixels 2 + 20 groups + 3 passes + 39
+   instructions per 24 groups MACs (q15: 17 per group). GB: the bytes of one group's text (every instruction
+   32-bit), checked by the assembler; FIRST, REST, ROW0, ROW1: the text of the first group, of the groups of a pass
+   after its first and of the outputs of each row. */
 /* The int8 output of doubled accumulator a (mode 3) at addr, with the row's {m, s, c} in t, u, xe: SMMLAR adds
    c = zp2p1 << s to SMMULR(a, m) (exactly: |c| < 2^30, checked at generation time, and |SMMULR| <= 2^30), which
    is adding zp2p1 after the ASR by s (c a multiple of 2^s): the ADD of the zero point saved; then SSAT halves. */
@@ -626,6 +626,25 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
   "asr %[" a "], %[" a "], %[u]\n\t"                                                                              \
   "ssat %[" a "], #8, %[" a "], asr #1\n\t"                                                                       \
   "strb %[" a "], " addr "\n\t"
+/* The end of a pair of rows of the packed kernels: its 2 n outputs (ROW0, ROW1) and the loop over the pairs. */
+#define QC_DSP_PACKED_ROWS(ROW0, ROW1)                                                                              \
+  "ldrd %[te], %[ue], %[y]\n\t"                                                                                    \
+  "ldrd %[t], %[u], [%[w]], #8\n\t"                                                                                \
+  "ldr %[xe], [%[w]], #4\n\t" ROW0                                                                                 \
+  "ldrd %[t], %[u], [%[w]], #8\n\t"                                                                                \
+  "ldr %[xe], [%[w]], #4\n\t" ROW1                                                                                 \
+  "str %[te], %[y]\n\t"                                                                                            \
+  "ldr %[xo], %[yend]\n\t"                                                                                         \
+  "cmp %[te], %[xo]\n\t"                                                                                           \
+  "bne 1b"
+#define QC_DSP_COMMA ,
+/* Their operands (OUT, IN: those of the passes' entry and end, or of the constant group count). */
+#define QC_DSP_PACKED_OPERANDS(OUT, IN)                                                                             \
+  : [s0] "=&r"(s0), [s1] "=&r"(s1), [s2] "=&r"(s2), [s3] "=&r"(s3), [s4] "=&r"(s4), [s5] "=&r"(s5), [x] "=&r"(xq),  \
+    [w] "+r"(wq), [t] "=&r"(t), [u] "=&r"(u), [te] "=&r"(te), [ue] "=&r"(ue), [xe] "=&r"(xe), [xo] "=&r"(xo),       \
+    [y] "+m"(yr) OUT                                                                                                \
+  : [xs] "m"(x), [yend] "m"(yend) IN                                                                                \
+  : "memory", "cc"
 #define QC_DSP_PACKED_LOOP(GROUP, GB, FIRST, REST, ROW0, ROW1)                                                       \
   __asm__ volatile("adr.w %[t], 2f\n\t"                                                                            \
                    "ldr %[u], %[skip]\n\t"                                                                         \
@@ -642,33 +661,27 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
                    REST                                                                                            \
                    "ldr %[t], %[xend]\n\t"                                                                         \
                    "cmp %[x], %[t]\n\t"                                                                            \
-                   "bne 2b\n\t"                                                                                    \
-                   "ldr %[te], %[y]\n\t"                                                                           \
-                   "ldr %[ue], %[rs]\n\t"                                                                          \
-                   "ldrd %[t], %[u], [%[w]], #8\n\t"                                                              \
-                   "ldr %[xe], [%[w]], #4\n\t" ROW0                                                                \
-                   "ldrd %[t], %[u], [%[w]], #8\n\t"                                                              \
-                   "ldr %[xe], [%[w]], #4\n\t"                                                                     \
-                   "add %[te], %[te], #1\n\t" ROW1                                                                 \
-                   "add %[te], %[te], #1\n\t"                                                                      \
-                   "str %[te], %[y]\n\t"                                                                           \
-                   "ldr %[xo], %[yend]\n\t"                                                                        \
-                   "cmp %[te], %[xo]\n\t"                                                                          \
-                   "bne 1b"                                                                                        \
-                   : [s0] "=&r"(s0), [s1] "=&r"(s1), [s2] "=&r"(s2), [s3] "=&r"(s3), [s4] "=&r"(s4),               \
-                     [s5] "=&r"(s5), [x] "=&r"(xq), [w] "+r"(wq), [t] "=&r"(t), [u] "=&r"(u), [te] "=&r"(te),      \
-                     [ue] "=&r"(ue), [xe] "=&r"(xe), [xo] "=&r"(xo), [y] "+m"(y), [entry] "=m"(entry)              \
-                   : [xs] "m"(x), [xend] "m"(xend), [skip] "m"(skip), [rs] "m"(rows), [yend] "m"(yend)             \
-                   : "memory", "cc")
-/* The outputs of row 0 (accumulators s0, s2, s4) and row 1 (s1, s3, s5) of 1, 2 or 3 pixels. */
-#define QC_DSP_RQC_OUTS1(a) QC_DSP_RQC_OUT(a, "[%[te]]")
-#define QC_DSP_RQC_OUTS2(a, b) QC_DSP_RQC_OUTS1(a) QC_DSP_RQC_OUT(b, "[%[te], %[ue]]")
-#define QC_DSP_RQC_OUTS3(a, b, c) QC_DSP_RQC_OUTS2(a, b) QC_DSP_RQC_OUT(c, "[%[te], %[ue], lsl #1]")
+                   "bne 2b\n\t" QC_DSP_PACKED_ROWS(ROW0, ROW1)                                                \
+                   QC_DSP_PACKED_OPERANDS(QC_DSP_COMMA [entry] "=m"(entry),                                      \
+                                          QC_DSP_COMMA [xend] "m"(xend) QC_DSP_COMMA [skip] "m"(skip)))
+/* The same for a constant count of groups (fixed: 1 .. 10), all of them unrolled (.rept): no entry by the PC, no
+   passes' end; 3 pixels only (the kernels of few groups: MobileNetV1's first convolution). */
+#define QC_DSP_PACKED_FIXED(GROUP, FIRST, ROW0, ROW1)                                                                \
+  __asm__ volatile("1:\n\t"                                                                                        \
+                   "ldrd %[s0], %[s1], [%[w]], #8\n\t"                                                            \
+                   "ldr %[x], %[xs]\n\t" FIRST                                                                     \
+                   ".rept %c[g] - 1\n\t" GROUP ".endr\n\t"                                                         \
+                   QC_DSP_PACKED_ROWS(ROW0, ROW1) QC_DSP_PACKED_OPERANDS(, QC_DSP_COMMA [g] "i"(fixed)))
+/* The outputs of row 0 (accumulators s0, s2, s4) and row 1 (s1, s3, s5) of 1, 2 or 3 pixels (at y, y + rows,
+   y + 2 rows), the first pixel's last: its store (post-indexed) moves y to the next channel, no ADD. */
+#define QC_DSP_RQC_OUTS1(a) QC_DSP_RQC_OUT(a, "[%[te]], #1")
+#define QC_DSP_RQC_OUTS2(a, b) QC_DSP_RQC_OUT(b, "[%[te], %[ue]]") QC_DSP_RQC_OUTS1(a)
+#define QC_DSP_RQC_OUTS3(a, b, c) QC_DSP_RQC_OUT(c, "[%[te], %[ue], lsl #1]") QC_DSP_RQC_OUTS2(a, b)
 /* The groups of a pass after its first: 7 (1 and 2 pixels) or 15 (3 pixels: 3 instructions per 16 groups for the
    pass's end, where the kernels of many rows spend their time). */
 #define QC_DSP_X7(G) G G G G G G G
 #define QC_DSP_X15(G) QC_DSP_X7(G) QC_DSP_X7(G) G
-#define QC_DSP_PACKED_NPX(n, q15)                                                                                  \
+#define QC_DSP_PACKED_NPX(n, q15, fixed)                                                                           \
   do {                                                                                                              \
     if (n == 1) {                                                                                                   \
       if (q15) {                                                                                                    \
@@ -687,6 +700,14 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
         QC_DSP_PACKED_LOOP(QC_DSP_NX2_S8(QC_DSP_2X2_PIXELS), 60, QC_DSP_NX2_S8(QC_DSP_2X2_FIRST),                   \
                            QC_DSP_X7(QC_DSP_NX2_S8(QC_DSP_2X2_PIXELS)), QC_DSP_RQC_OUTS2("s0", "s2"),               \
                            QC_DSP_RQC_OUTS2("s1", "s3"));                                                          \
+      }                                                                                                             \
+    } else if (fixed) {                                                                                             \
+      if (q15) {                                                                                                    \
+        QC_DSP_PACKED_FIXED(QC_DSP_3X2_Q15, QC_DSP_NX2_Q15(QC_DSP_3X2_FIRST), QC_DSP_RQC_OUTS3("s0", "s2", "s4"),    \
+                            QC_DSP_RQC_OUTS3("s1", "s3", "s5"));                                                   \
+      } else {                                                                                                      \
+        QC_DSP_PACKED_FIXED(QC_DSP_3X2_S8, QC_DSP_NX2_S8(QC_DSP_3X2_FIRST), QC_DSP_RQC_OUTS3("s0", "s2", "s4"),     \
+                            QC_DSP_RQC_OUTS3("s1", "s3", "s5"));                                                   \
       }                                                                                                             \
     } else if (q15) {                                                                                               \
       QC_DSP_PACKED_LOOP(QC_DSP_3X2_Q15, 68, QC_DSP_NX2_Q15(QC_DSP_3X2_FIRST), QC_DSP_X15(QC_DSP_3X2_Q15),         \
@@ -715,7 +736,7 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_triple(con
 #define QC_DSP_3X2_FIRST QC_DSP_NX2_FROM("s4", "s5", "16") QC_DSP_NX2_FROM("s2", "s3", "8") QC_DSP_NX2_FIRST0("24")
 
 static inline __attribute__((always_inline, unused)) void qc_dsp_conv_packed(const qc_dsp_conv_params *P,
-    const uint32_t *x, int8_t *y, int n, int q15) {
+    const uint32_t *x, int8_t *y, int n, int q15, int32_t fixed) {
   const int32_t *wq = P->q;
   /* the entry into the passes of 8 (16: 3 pixels) groups: at the first of the groups after the first one (2, 3
      pixels) or of all (1 pixel); with no groups left, at the passes' end (x at xend) */
@@ -723,11 +744,12 @@ static inline __attribute__((always_inline, unused)) void qc_dsp_conv_packed(con
   const int32_t rows = P->rows, skip = left ? -left & (pass - 1) : pass;
   const uint32_t *xend = x + 2 * n * P->groups;
   const int8_t *yend = y + rows;
+  struct { int8_t *y; int32_t rows; } yr = {y, rows};  /* (y and the row stride by one LDRD) */
   uint32_t entry;
   int32_t s0, s1, s2, s3, s4, s5;
   const uint32_t *xq;
   uint32_t t, u, te, ue, xe, xo;
-  QC_DSP_PACKED_NPX(n, q15);
+  QC_DSP_PACKED_NPX(n, q15, fixed);
 }
 
 /* dst = the dsp_packed stream of qc_dsp_conv_*_q15x2_packed (the inputs not doubled) made from src, the dsp_packed
@@ -778,8 +800,19 @@ static QC_DSP_CONV_KERNEL void qc_dsp_packed_q15x2(const int32_t *src, int32_t r
 #define QC_DSP_CONV_PACKED_DEFINE(W, N)                                                                            \
   static QC_DSP_CONV_KERNEL void qc_dsp_conv_##N##px_##W##_packed(const qc_dsp_conv_params *P, const uint32_t *x,   \
                                                                    int8_t *y) {                                    \
-    qc_dsp_conv_packed(P, x, y, N, QC_DSP_Q15_##W);                                                                \
+    qc_dsp_conv_packed(P, x, y, N, QC_DSP_Q15_##W, 0);                                                             \
   }
+/* The 3-pixel dsp_packed kernels of G groups (QC_DSP_PACKED_FIXED). */
+#define QC_DSP_CONV_PACKED_FIXED_DEFINE(W, G)                                                                      \
+  static QC_DSP_CONV_KERNEL void qc_dsp_conv_3px_##W##_packed_g##G(const qc_dsp_conv_params *P, const uint32_t *x,  \
+                                                                    int8_t *y) {                                   \
+    qc_dsp_conv_packed(P, x, y, 3, QC_DSP_Q15_##W, G);                                                             \
+  }
+#define QC_DSP_CONV_PACKED_FIXED_DEFINES(W)                                                                         \
+  QC_DSP_CONV_PACKED_FIXED_DEFINE(W, 1) QC_DSP_CONV_PACKED_FIXED_DEFINE(W, 2) QC_DSP_CONV_PACKED_FIXED_DEFINE(W, 3)  \
+  QC_DSP_CONV_PACKED_FIXED_DEFINE(W, 4) QC_DSP_CONV_PACKED_FIXED_DEFINE(W, 5) QC_DSP_CONV_PACKED_FIXED_DEFINE(W, 6)  \
+  QC_DSP_CONV_PACKED_FIXED_DEFINE(W, 7) QC_DSP_CONV_PACKED_FIXED_DEFINE(W, 8) QC_DSP_CONV_PACKED_FIXED_DEFINE(W, 9)  \
+  QC_DSP_CONV_PACKED_FIXED_DEFINE(W, 10)
 #define QC_DSP_Q15_s8x2 0
 #define QC_DSP_Q15_q15x2 1
 QC_DSP_RQ_VARIANTS(QC_DSP_CONV_DEFINE, s8x2)
@@ -792,5 +825,7 @@ QC_DSP_CONV_PACKED_DEFINE(s8x2, 3)
 QC_DSP_CONV_PACKED_DEFINE(q15x2, 1)
 QC_DSP_CONV_PACKED_DEFINE(q15x2, 2)
 QC_DSP_CONV_PACKED_DEFINE(q15x2, 3)
+QC_DSP_CONV_PACKED_FIXED_DEFINES(s8x2)
+QC_DSP_CONV_PACKED_FIXED_DEFINES(q15x2)
 
 #endif

@@ -38,6 +38,11 @@ DW_FILES = RQ_FILES + ("cortex-m/qc_cm_dsp.h", "cortex-m/qc_cm_dsp.c")
 # measured: steps inlined into <name>_run share its registers with the kernels' asm, and spill
 STEP_ATTRIBUTES = "__attribute__((noinline))"
 FIXED_GROUPS = 10  # rows of at most this many groups of 4 elements get a fully unrolled qc_dsp_conv_3px_*_g<n>
+# packed steps of few groups and at most this many rows call qc_dsp_conv_3px_<w>_packed_g<n> (groups unrolled: no
+# entry by the PC, no passes' end, a 5-instruction prologue): counted from GCC 12 -O2, ~4 instructions per pair of
+# rows and ~17 per call fewer, at 296 + 68 (q15x2; s8x2 80) bytes per group after the first; with few rows the
+# call's share is large, and MobileNetV1's q15x2 steps (8, 16, 32 rows) then no longer link the general kernel
+FIXED_PACKED_ROWS = 32
 MAX_RELAID_ROW = 2048  # the longest row the DSP dot kernels take (the stack buffer of widened inputs: 4 KiB)
 WINDOW_ROWS_SCRATCH = 2048  # bytes of a convolution step's stack copy of its padded image or of the rows of a window
 DW_ROWS_SCRATCH = 4096  # bytes of qc_dsp_dwr_*'s stack scratch (a band's plane of int16 and its int32 sums)
@@ -279,6 +284,8 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
         if copied:
             q15_copy, w = stream.size + c.rows * groups, "q15x2"
         fn3, fn2, fn1 = (f"qc_dsp_conv_{n}px_{w}_packed" for n in (3, 2, 1))
+        if groups <= FIXED_GROUPS and c.rows <= FIXED_PACKED_ROWS:
+            fn3 += f"_g{groups}"
     else:
         relaid = (step_array(names, f"dsp_{w}_rows", getattr(layouts, f"dsp_{w}")(rows)) if window_rows
                   else _weights(c, names, f"dsp_{w}"))
