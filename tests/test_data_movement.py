@@ -175,7 +175,7 @@ def movement_chain_schedule(dt: str) -> Schedule:
 
 @pytest.mark.parametrize("dt", ["i8", "i16", "f32"])
 def test_cortex_m_block_copies(dt, tmp_path):
-    """Cortex-M: every contiguous run of a data-movement step is one memmove (5 here: the rows SLICE, PAD's
+    """Cortex-M: every contiguous run of a data-movement step is one qc_cm_copy (5 here: the rows SLICE, PAD's
     rows, the columns SLICE's rows, CONCAT's two inputs' rows; TRANSPOSE keeps its element loop); bit-exact
     under QEMU."""
     target = load_target("cortex-m4")
@@ -184,5 +184,5 @@ def test_cortex_m_block_copies(dt, tmp_path):
     sched = prepare(movement_chain_schedule(dt))
     model = generate(sched, tmp_path, target)
     code = (model.outdir / f"{model.name}.c").read_text()
-    assert code.count("memmove(") == 5
+    assert code.count("qc_cm_copy(") == 5
     assert_bit_exact(sched, samples=2, target=target)
