@@ -13,6 +13,7 @@ from qcodegen.codegen import generate, load_target
 from qcodegen.errors import GraphError
 from qcodegen.ir.dtypes import dtype
 from qcodegen.ir.schedule import INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
+from qcodegen.kernels import plan_kernels
 from qcodegen.reference import run_reference
 from qcodegen.testing import Var, assert_bit_exact, prepare, step_schedule
 from qcodegen.verify.runners import unavailable
@@ -186,3 +187,13 @@ def test_cortex_m_block_copies(dt, tmp_path):
     code = (model.outdir / f"{model.name}.c").read_text()
     assert code.count("qc_cm_copy(") == 5
     assert_bit_exact(sched, samples=2, target=target)
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_cortex_m_copy_files_with_the_steps_that_copy_runs(target):
+    """The Cortex-M kernel families give qc_cm_copy's files to the data-movement steps with a contiguous run (the
+    SLICEs, PAD, CONCAT of movement_chain_schedule), not to TRANSPOSE (element loops only)."""
+    kp = plan_kernels(prepare(movement_chain_schedule("i8")), load_target(target), "moves")
+    files = {s.op: s.choice.files for s in kp.steps}
+    copy = ("cortex-m/qc_cm_copy.h", "cortex-m/qc_cm_copy.c")
+    assert files == {"SLICE": copy, "PAD": copy, "CONCAT": copy, "TRANSPOSE": ()}

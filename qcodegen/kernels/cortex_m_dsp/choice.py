@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import primitives
-from ...ir.schedule import StepIO
+from ...ir.schedule import CONST, StepIO
 from ...primitives.data_movement import _Movement
 from ...primitives.geometry import WindowLoops
 from ..conv import PATCH_LIMIT, ConvStep, Requantization, exception_const_arrays
@@ -198,9 +198,14 @@ class DwRows:
 
 def data_movement(io: StepIO) -> KernelChoice | None:
     """The choice of a data-movement step (templates/generic/data_movement.c.j2): its loops, each contiguous run
-    one qc_cm_copy (templates/cortex-m/_block_copy.j2); None for other steps."""
-    if not isinstance(primitives.get(io.step.op), _Movement):
+    one qc_cm_copy (templates/cortex-m/_block_copy.j2; its files only for a step with such a run, on the template's
+    condition: a copy along a contiguous run, not of packed 4-bit constants); None for other steps."""
+    movement = primitives.get(io.step.op)
+    if not isinstance(movement, _Movement):
         return None
+    if not any(c.nest.contiguous_run and not (io.ins[c.input].kind == CONST and io.ins[c.input].dtype.is_packed)
+               for c in movement.copies(io)):
+        return portable(io)
     return portable(io, "contiguous runs by qc_cm_copy (LDM/STM when co-aligned)", files=COPY_FILES)
 
 
