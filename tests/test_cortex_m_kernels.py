@@ -45,18 +45,24 @@ class Program(KernelProgram):
 
     def run(self, workdir: Path) -> np.ndarray:
         """Build the program with the kernels, the target's start-up code and linker script; run it."""
-        tiny = step_schedule("RESCALE", [Var((1,), "i8")], [((1,), "i8")], multiplier=[1 << 30], shift=[31],
-                             input_zp=0, output_zp=0, scale32=True, rounding="single_round")
-        generate(prepare(tiny), workdir, TARGET, harness=True)  # qc_cortex_m_startup.c, qc_cortex_m.ld
-        for header in ("qc_cm_rq.h", "qc_cm_dsp.h", "qc_cm_dsp_conv.h", "qc_cm_dsp.c"):
-            (workdir / header).write_bytes((data_path("runtime") / "cortex-m" / header).read_bytes())
-        (workdir / "kernels_test.c").write_text(self.source())
-        exe = _link(workdir, [workdir / "kernels_test.c"], [workdir / "qc_cm_dsp.c"])
-        out = workdir / "out.bin"
-        cmd = SemihostingRunner(TARGET).command(list(TARGET.emulator), exe, [str(out)])
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
-        assert proc.returncode == 0, proc.stderr[-1000:]
-        return np.frombuffer(out.read_bytes(), "<i4").astype(I32)
+        return _run(workdir, self.source(), ("qc_cm_rq.h", "qc_cm_dsp.h", "qc_cm_dsp_conv.h", "qc_cm_dsp.c"))
+
+
+def _run(workdir: Path, source: str, files: tuple[str, ...]) -> np.ndarray:
+    """Build the C program `source` with the runtime/cortex-m files `files` (their .c compiled once), the target's
+    start-up code and linker script; run it: the int32 values it writes to the file argv[1]."""
+    tiny = step_schedule("RESCALE", [Var((1,), "i8")], [((1,), "i8")], multiplier=[1 << 30], shift=[31],
+                         input_zp=0, output_zp=0, scale32=True, rounding="single_round")
+    generate(prepare(tiny), workdir, TARGET, harness=True)  # qc_cortex_m_startup.c, qc_cortex_m.ld
+    for name in files:
+        (workdir / name).write_bytes((data_path("runtime") / "cortex-m" / name).read_bytes())
+    (workdir / "kernels_test.c").write_text(source)
+    exe = _link(workdir, [workdir / "kernels_test.c"], [workdir / f for f in files if f.endswith(".c")])
+    out = workdir / "out.bin"
+    cmd = SemihostingRunner(TARGET).command(list(TARGET.emulator), exe, [str(out)])
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr[-1000:]
+    return np.frombuffer(out.read_bytes(), "<i4").astype(I32)
 
 
 def _link(workdir: Path, sources: list[Path], kernels: list[Path]) -> Path:
@@ -436,3 +442,70 @@ def test_two_models_in_one_firmware_share_the_kernels(tmp_path):
     both = _firmware_text(tmp_path, [kws, mobilenet], run=True) - none
     alone = [_firmware_text(tmp_path, [m]) - none for m in (kws, mobilenet)]
     assert both < sum(alone), (both, alone)
+
+
+# qc_cm_copy against newlib's memmove: sources at each alignment mod 4 in a word-aligned buffer, destinations at
+# every distance -40..40 from them (both overlap directions, every alignment of the destination) and disjoint
+# below and above, lengths 0..100; then long copies (the LDM/STM passes many times over) at a few distances. Each
+# case fills both buffers with the same pattern (byte i: 131 i + 1 mod 256, no two neighbours equal), copies one
+# with each function and compares the whole buffers (the bytes around the destination too).
+COPY_PROGRAM = r"""
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include "qc_cm_copy.h"
+
+static uint32_t got_words[4096], want_words[4096];
+static int32_t qc_out[5];  /* cases, failures, the first failing case's src, dst, n */
+
+/* one case in the buffers' first `size` bytes */
+static void copy_case(size_t size, long src, long dst, long n) {
+  unsigned char *got = (unsigned char *)got_words, *want = (unsigned char *)want_words;
+  for (size_t i = 0; i < size; ++i) {
+    got[i] = want[i] = (unsigned char)(131u * i + 1u);
+  }
+  qc_cm_copy(got + dst, got + src, (size_t)n);
+  memmove(want + dst, want + src, (size_t)n);
+  if (memcmp(got, want, size) != 0 && qc_out[1]++ == 0) {
+    qc_out[2] = (int32_t)src;
+    qc_out[3] = (int32_t)dst;
+    qc_out[4] = (int32_t)n;
+  }
+  ++qc_out[0];
+}
+
+int main(int argc, char **argv) {
+  static const long far[] = {-128, 128}, long_lengths[] = {1000, 4099}, long_deltas[] = {-4101, -33, -5, -4, -1,
+                                                                                       1, 3, 4, 32, 36, 4101};
+  (void)argc;
+  for (long a = 0; a < 4; ++a) {
+    for (long n = 0; n <= 100; ++n) {
+      for (long delta = -40; delta <= 40; ++delta) {
+        copy_case(384, 128 + a, 128 + a + delta, n);
+      }
+      for (long b = 0; b < 4; ++b) {
+        copy_case(384, 128 + a, 128 + a + far[0] + b, n);
+        copy_case(384, 128 + a, 128 + a + far[1] + b, n);
+      }
+    }
+    for (int k = 0; k < 2; ++k) {
+      for (size_t j = 0; j < sizeof long_deltas / sizeof long_deltas[0]; ++j) {
+        copy_case(sizeof got_words, 4101 + a, 4101 + a + long_deltas[j], long_lengths[k]);
+      }
+    }
+  }
+  FILE *f = fopen(argv[1], "wb");
+  if (!f || fwrite(qc_out, 4, 5, f) != 5) return 1;
+  return fclose(f) != 0;
+}
+"""
+
+
+def test_copy_matches_memmove(tmp_path):
+    """qc_cm_copy (the data-movement steps' block copy) equals newlib's memmove on every case of COPY_PROGRAM."""
+    reason = unavailable(TARGET)
+    if reason:
+        pytest.skip(f"cortex-m4: {reason}")
+    cases, failures, src, dst, n = _run(tmp_path, COPY_PROGRAM, ("qc_cm_copy.h", "qc_cm_copy.c"))
+    assert cases == 4 * 101 * (81 + 8) + 4 * 2 * 11
+    assert failures == 0, f"{failures} of {cases} cases differ; the first: src {src}, dst {dst}, {n} bytes"

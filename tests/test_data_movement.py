@@ -13,6 +13,7 @@ from qcodegen.codegen import generate, load_target
 from qcodegen.errors import GraphError
 from qcodegen.ir.dtypes import dtype
 from qcodegen.ir.schedule import INPUT, OUTPUT, TEMP, Buffer, Schedule, Step
+from qcodegen.kernels import plan_kernels
 from qcodegen.reference import run_reference
 from qcodegen.testing import Var, assert_bit_exact, prepare, step_schedule
 from qcodegen.verify.runners import unavailable
@@ -175,7 +176,7 @@ def movement_chain_schedule(dt: str) -> Schedule:
 
 @pytest.mark.parametrize("dt", ["i8", "i16", "f32"])
 def test_cortex_m_block_copies(dt, tmp_path):
-    """Cortex-M: every contiguous run of a data-movement step is one memmove (5 here: the rows SLICE, PAD's
+    """Cortex-M: every contiguous run of a data-movement step is one qc_cm_copy (5 here: the rows SLICE, PAD's
     rows, the columns SLICE's rows, CONCAT's two inputs' rows; TRANSPOSE keeps its element loop); bit-exact
     under QEMU."""
     target = load_target("cortex-m4")
@@ -184,5 +185,15 @@ def test_cortex_m_block_copies(dt, tmp_path):
     sched = prepare(movement_chain_schedule(dt))
     model = generate(sched, tmp_path, target)
     code = (model.outdir / f"{model.name}.c").read_text()
-    assert code.count("memmove(") == 5
+    assert code.count("qc_cm_copy(") == 5
     assert_bit_exact(sched, samples=2, target=target)
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_cortex_m_copy_files_with_the_steps_that_copy_runs(target):
+    """The Cortex-M kernel families give qc_cm_copy's files to the data-movement steps with a contiguous run (the
+    SLICEs, PAD, CONCAT of movement_chain_schedule), not to TRANSPOSE (element loops only)."""
+    kp = plan_kernels(prepare(movement_chain_schedule("i8")), load_target(target), "moves")
+    files = {s.op: s.choice.files for s in kp.steps}
+    copy = ("cortex-m/qc_cm_copy.h", "cortex-m/qc_cm_copy.c")
+    assert files == {"SLICE": copy, "PAD": copy, "CONCAT": copy, "TRANSPOSE": ()}

@@ -61,7 +61,7 @@ def test_kws_like_choices_per_target_and_layout():
         assert {s.choice.kernel for s in kp.steps if s.choice.form == "portable"} == {
             "c:fused_elementwise", "c:rescale", "c:concat", "c:avg_pool2d", "c:reshape"}
         assert kp.files == ("cortex-m/qc_cm_rq.h", "cortex-m/qc_cm_dsp.h", "cortex-m/qc_cm_dsp_conv.h",
-                            "cortex-m/qc_cm_dsp.c")
+                            "cortex-m/qc_cm_dsp.c", "cortex-m/qc_cm_copy.h", "cortex-m/qc_cm_copy.c")
     generic = plan_kernels(schedule, load_target("generic"), "kws")
     assert all(s.choice.kernel.startswith("c:") and not s.choice.arrays for s in generic.steps)
     assert generic.files == () and all(a.name.startswith(("kws_c_", "kws_v_")) for a in generic.arrays)
@@ -272,7 +272,7 @@ def test_two_models_in_one_folder_share_the_kernel_files(tmp_path):
         model = generate(plan(load_model(ROOT / "examples" / f"{example}.json")), tmp_path, target)
         files[example] = {p.name for p in model.files if p.name.startswith("qc_cm_")}
     assert files["kws_like"] == files["mobilenet_like"] == {"qc_cm_rq.h", "qc_cm_dsp.h", "qc_cm_dsp_conv.h",
-                                                          "qc_cm_dsp.c"}
+                                                          "qc_cm_dsp.c", "qc_cm_copy.h", "qc_cm_copy.c"}
     for name in files["kws_like"]:
         assert (tmp_path / name).read_bytes() == (ROOT / "runtime" / "cortex-m" / name).read_bytes()
 

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...ir.schedule import StepIO
+from ... import primitives
+from ...ir.schedule import CONST, StepIO
+from ...primitives.data_movement import _Movement
 from ...primitives.geometry import WindowLoops
 from ..conv import PATCH_LIMIT, ConvStep, Requantization, exception_const_arrays
 from ..generic import conv_or_portable, portable
@@ -35,6 +37,8 @@ RQ_FILES = ("cortex-m/qc_cm_rq.h",)
 # faster than shared copies); the depthwise kernels: functions of qc_cm_dsp.c, shared by the models of a firmware
 CONV_FILES = RQ_FILES + ("cortex-m/qc_cm_dsp.h", "cortex-m/qc_cm_dsp_conv.h")
 DW_FILES = RQ_FILES + ("cortex-m/qc_cm_dsp.h", "cortex-m/qc_cm_dsp.c")
+# the block copy of the data-movement steps (templates/cortex-m/_block_copy.j2), shared by every Cortex-M family
+COPY_FILES = ("cortex-m/qc_cm_copy.h", "cortex-m/qc_cm_copy.c")
 # measured: steps inlined into <name>_run share its registers with the kernels' asm, and spill
 STEP_ATTRIBUTES = "__attribute__((noinline))"
 FIXED_GROUPS = 10  # rows of at most this many groups of 4 elements get a fully unrolled qc_dsp_conv_3px_*_g<n>
@@ -197,7 +201,23 @@ class DwRows:
         return _dw_rows_bytes(self.plane_len, self.acc_len)
 
 
+def data_movement(io: StepIO) -> KernelChoice | None:
+    """The choice of a data-movement step (templates/generic/data_movement.c.j2): its loops, each contiguous run
+    one qc_cm_copy (templates/cortex-m/_block_copy.j2; its files only for a step with such a run, on the template's
+    condition: a copy along a contiguous run, not of packed 4-bit constants); None for other steps."""
+    movement = primitives.get(io.step.op)
+    if not isinstance(movement, _Movement):
+        return None
+    if not any(c.nest.contiguous_run and not (io.ins[c.input].kind == CONST and io.ins[c.input].dtype.is_packed)
+               for c in movement.copies(io)):
+        return portable(io)
+    return portable(io, "contiguous runs by qc_cm_copy (LDM/STM when co-aligned)", files=COPY_FILES)
+
+
 def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoice:
+    moves = data_movement(io)
+    if moves is not None:
+        return moves
     c = conv_or_portable(io)
     if isinstance(c, KernelChoice):
         return c

@@ -34,7 +34,7 @@ from ...ir.schedule import StepIO
 from ...primitives.fused import part_context
 from ...primitives.geometry import WindowLoops
 from ..conv import PATCH_LIMIT, ConvStep, Requantization
-from ..cortex_m_dsp.choice import RQ_FILES, exact_s33, requant_store
+from ..cortex_m_dsp.choice import RQ_FILES, data_movement, exact_s33, requant_store
 from ..generic import conv_or_portable, portable, vector_parts
 from ..names import ArrayNames
 from ..record import EwPart, KernelChoice, RequantStore, step_array
@@ -133,6 +133,9 @@ class Elementwise:
 
 def choose(io: StepIO, index: int, names: ArrayNames, layout: str) -> KernelChoice:
     op = io.step.op
+    moves = data_movement(io)
+    if moves is not None:
+        return moves
     if op == "AVG_POOL2D":
         return _pool(io)
     if op == "FUSED_ELEMENTWISE":
