@@ -106,6 +106,25 @@ class ConvStep:
         return np.broadcast_to(np.asarray(self.b.data, np.int64).reshape(-1), (self.rows,))
 
 
+def window_copy_bytes(c: ConvStep, window_rows: str = "", window_length: int = 0) -> int:
+    """Bytes of the stack copies templates/generic/conv2d.c.j2 declares for a CONV2D step's windows (0 when they
+    are read in place): `xpad` (window_rows "padded": the image with its padding), `xw` (window_rows "in_place"
+    with windows reading padding: a window's rows as in the input), else `xp` (the gathered window, window_length or
+    K elements); and `padrow` (a pixel of the pad value) when a window reads padding, unless "padded"."""
+    g = c.window
+    if c.op != "CONV2D" or not c.gathered:
+        return 0
+    padrow = 0 if g.all_interior or window_rows == "padded" else g.c
+    if window_rows == "padded":
+        rows, cols = (g.oh - 1) * g.sy + (g.kh - 1) * g.dy + 1, (g.ow - 1) * g.sx + (g.kw - 1) * g.dx + 1
+        elements = rows * cols * g.c
+    elif window_rows:
+        elements = 0 if g.all_interior else (g.kh - 1) * g.iw * g.c * g.dy + g.kw * g.c
+    else:
+        elements = window_length or c.k
+    return (elements + padrow) * c.x.dtype.container_bytes
+
+
 def conv_step(io: StepIO) -> ConvStep | None:
     """The ConvStep of a CONV2D, DEPTHWISE_CONV2D or FUSED_CONV step (None for other steps)."""
     conv, rq = io, None

@@ -33,7 +33,7 @@ from ... import primitives
 from ...ir.schedule import StepIO
 from ...primitives.fused import part_context
 from ...primitives.geometry import WindowLoops
-from ..conv import PATCH_LIMIT, ConvStep, Requantization
+from ..conv import PATCH_LIMIT, ConvStep, Requantization, window_copy_bytes
 from ..cortex_m_dsp.choice import RQ_FILES, exact_s33, requant_store
 from ..generic import conv_or_portable, portable, vector_parts
 from ..names import ArrayNames
@@ -182,7 +182,8 @@ def _conv(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> KernelC
         arrays["zero_point_terms"] = step_array(names, "izp_terms", terms)
     reason = f"{base}, the step requantizes" if c.rq is not None else base
     return KernelChoice("qc_mve_dot_4rows_s8", reason, "int8", "dot_4rows", arrays, DotRows(c.rows, c.k),
-                        requantize=store, files=CONV_FILES + (RQ_FILES if store else ()))
+                        requantize=store, files=CONV_FILES + (RQ_FILES if store else ()),
+                        stack_scratch=window_copy_bytes(c))
 
 
 def _conv_pixels(c: ConvStep, names: ArrayNames, reason: str) -> KernelChoice:
@@ -202,8 +203,10 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, reason: str) -> KernelChoice:
     params = ConvPixels(fn, pairs, c.pixels, c.rows, c.k, _dbl(rq), rq.output_zp, rq.lo, rq.hi, run, geometry,
                         scratch)
     arrays = {"stream": step_array(names, "pw4x2", stream)}
+    # the rows' scratch, or the gathered windows: a pair's two (qc_win, the `window` hook) or one pixel's
+    windows = window_copy_bytes(c) + (c.k if pairs and c.gathered else 0)
     return KernelChoice(fn, reason, "mve_pw4x2", "conv_px", arrays, params, frozenset({1, 2}),
-                        step_constants=False, files=CONV_FILES)
+                        step_constants=False, files=CONV_FILES, stack_scratch=scratch if geometry else windows)
 
 
 def _conv_rows(c: ConvStep) -> tuple[tuple[int, ...], int]:
@@ -255,7 +258,7 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
         return KernelChoice(fn, reason + ", int8 outputs of an exact 32-bit requantization (shifts >= 33), weights "
                             "in [-127, 127] (tap pairs in int16)",
                             "mve_dw_w16", "dw_s8", arrays, params, frozenset({1, 2}), step_constants=False,
-                            files=DW_FILES)
+                            files=DW_FILES, stack_scratch=scratch)
     arrays["base"] = step_array(names, "dw_starts", layouts.mve_dw_starts(taps, c.rows, c.bias_per_row(),
                                                                                       c.izp))
     runs = rq is None

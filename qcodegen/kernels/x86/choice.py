@@ -371,7 +371,8 @@ def _dw_rows(isa: Isa, c: ConvStep, names: ArrayNames, plan: tuple[int, int, int
               f"rows in {DW_ROWS_SCRATCH // 1024} KiB: "
               + ("VPDPWSSD" if isa.vnni else "VPMADDWD") + " on rows of int16 tap pairs")
     return KernelChoice("qc_x86_dw_rows", reason, "x86_dw_rows", "dw_rows", arrays, params, frozenset({1, 2}),
-                        step_constants=False, files=DW_FILES)
+                        step_constants=False, files=DW_FILES,
+                        stack_scratch=2 * params.span * rowlen + (g.c if params.hpad else 0))
 
 
 def _dw_blocks(c: ConvStep, names: ArrayNames, vector: bool) -> KernelChoice:
