@@ -24,7 +24,7 @@ import numpy as np
 
 from ...ir.schedule import StepIO
 from ...primitives.geometry import WindowLoops
-from ..conv import PATCH_LIMIT, ConvStep, Requantization, exception_const_arrays, window_copy_bytes
+from ..conv import PATCH_LIMIT, ConvStep, Requantization, exception_const_arrays, table_scratch, window_copy_bytes
 from ..generic import conv_or_portable, portable
 from ..names import ArrayNames
 from ..record import ConstArray, KernelChoice, RequantStore, const_array, step_array
@@ -443,7 +443,8 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
                        rq.lo if int8 and rq else 0, rq.hi if int8 and rq else 0, pair, pair_run)
     unread = {2} if c.rows % 4 else {1, 2}
     return KernelChoice(fn, reason, "dsp_dw_q15_base", "dw_table", arrays, params, frozenset(unread),
-                        step_constants=not runs, requantize=None if runs else store, files=DW_FILES)
+                        step_constants=not runs, requantize=None if runs else store, files=DW_FILES,
+                        stack_scratch=table_scratch(c, runs))
 
 
 def _dw_rows_plan(c: ConvStep) -> tuple[int, int] | None:

@@ -1,0 +1,85 @@
+"""The kernels' stack scratch the report counts (KernelChoice.stack_scratch, the report's kernel_stack_scratch) against
+the stack frames GCC gives the step functions (-fstack-usage) on Cortex-M4 and Cortex-M55: every step function's
+frame holds its scratch (scratch <= frame), and beyond it no more than FRAME_REST bytes (registers saved, the
+kernels' parameter structs, alignment), so a scratch array the choice does not count fails the test."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from qcodegen.codegen import generate, load_target
+from qcodegen.compiler import plan
+from qcodegen.frontends import load_model
+from qcodegen.verify.runners import unavailable
+
+# The most a step function's frame holds besides the arrays counted: up to 9 core and 16 FP registers saved (100 B),
+# a kernel's parameter struct (qc_dsp_dwr_params: 16 words), a few pointers and the 8-byte alignment of the arrays;
+# the largest such rest measured on these models is 96 B (Cortex-M4 qc_dsp_dwr_*, GCC 12 -O2).
+FRAME_REST = 256
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("QC_SHARED_DIR", ROOT / ".." / "shared"))
+PERSON = SHARED / "testdata" / "tflite" / "models" / "person_detect.tflite"
+
+
+def _kind(choice) -> str | None:
+    """Which scratch of the Cortex-M4/M55 kernels a step uses (None: only small or gathered windows)."""
+    params = choice.params
+    if choice.window_rows and not (choice.window_rows == "in_place" and choice.stack_scratch == 0):
+        return f"window_rows {choice.window_rows}"
+    if getattr(params, "q15_copy", 0):
+        return "q15 copy"
+    if choice.form == "dw_rows":
+        return "dw_rows"
+    if getattr(params, "geometry", ()):
+        return f"{choice.form} rows"
+    return None
+
+
+def _frames(folder: Path, target_name: str) -> tuple[dict[str, int], dict[str, int], set[str]]:
+    """The frame and the scratch (bytes) of every step function of the models compiled for the target, and the
+    scratch kinds they use."""
+    target = load_target(target_name)
+    models = [ROOT / "examples" / "kws_like.json", ROOT / "examples" / "mobilenet_like.json"]
+    if target_name == "cortex-m4" and PERSON.exists():
+        models.append(PERSON)  # MobileNetV1 0.25: the pointwise steps' weights copied as int16 pairs
+    frames, scratch, kinds = {}, {}, set()
+    for model in models:
+        name = re.sub(r"\W", "_", model.stem)
+        schedule = plan(load_model(model))
+        out = generate(schedule, folder / target_name / name, target, name)
+        assert out.plan is not None
+        subprocess.run([target.cc, *target.cflags, "-fstack-usage", "-fno-ipa-icf", "-c", f"{name}.c", "-o", f"{name}.o"],
+                       cwd=out.outdir, check=True)
+        su = (out.outdir / f"{name}.su").read_text()
+        got = {m[1]: int(m[2]) for m in re.finditer(rf":({name}_step\d+)(?:\.\w+)?\t(\d+)\t", su)}
+        for s in out.plan.steps:
+            fn = f"{name}_step{s.index}"
+            # (a step function without a frame: GCC removed it, a step storing in place has no code)
+            assert fn in got or s.choice.stack_scratch == 0, fn
+            if fn in got:
+                frames[fn], scratch[fn] = got[fn], s.choice.stack_scratch
+                kind = _kind(s.choice)
+                if kind:
+                    kinds.add(kind)
+    return frames, scratch, kinds
+
+
+@pytest.mark.parametrize("target_name, expected", [
+    ("cortex-m4", {"window_rows padded", "window_rows in_place", "dw_rows"}),
+    ("cortex-m55", {"conv_px rows", "dw_s8 rows"})])
+def test_reported_scratch_bounds_the_step_frames(tmp_path: Path, target_name: str, expected: set[str]) -> None:
+    reason = unavailable(load_target(target_name))
+    if reason:
+        pytest.skip(reason)
+    frames, scratch, kinds = _frames(tmp_path, target_name)
+    if target_name == "cortex-m4" and PERSON.exists():
+        expected = expected | {"q15 copy"}
+    assert kinds >= expected
+    over = {fn: (frames[fn], scratch[fn]) for fn in frames if not scratch[fn] <= frames[fn] <= scratch[fn] + FRAME_REST}
+    assert not over, f"step functions whose frame (bytes) is not within [scratch, scratch + {FRAME_REST}]: {over}"
