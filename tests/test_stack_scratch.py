@@ -18,8 +18,9 @@ from qcodegen.frontends import load_model
 from qcodegen.verify.runners import unavailable
 
 # The most a step function's frame holds besides the arrays counted: up to 9 core and 16 FP registers saved (100 B),
-# a kernel's parameter struct (qc_dsp_dwr_params: 16 words), a few pointers and the 8-byte alignment of the arrays;
-# the largest such rest measured on these models is 96 B (Cortex-M4 qc_dsp_dwr_*, GCC 12 -O2).
+# a kernel's parameter struct (qc_dsp_dwr_params: 16 words), the tables of a window's tap pointers (up to 12 words),
+# a few pointers and the 8-byte alignment of the arrays; the largest such rest measured on these models (GCC 12 -O2)
+# is 160 B (a Cortex-M4 dw_table step over tap tables, Cortex-M55 qc_mve_conv_rows_s8's step).
 FRAME_REST = 256
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +55,8 @@ def _frames(folder: Path, target_name: str) -> tuple[dict[str, int], dict[str, i
         schedule = plan(load_model(model))
         out = generate(schedule, folder / target_name / name, target, name)
         assert out.plan is not None
-        subprocess.run([target.cc, *target.cflags, "-fstack-usage", "-fno-ipa-icf", "-c", f"{name}.c", "-o", f"{name}.o"],
+        # (-fno-ipa-icf: identical step functions keep their own frames)
+        subprocess.run([target.cc, *target.cflags, "-fstack-usage", "-fno-ipa-icf", "-c", f"{name}.c"],
                        cwd=out.outdir, check=True)
         su = (out.outdir / f"{name}.su").read_text()
         got = {m[1]: int(m[2]) for m in re.finditer(rf":({name}_step\d+)(?:\.\w+)?\t(\d+)\t", su)}
