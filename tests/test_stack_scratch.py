@@ -5,16 +5,20 @@ kernels' parameter structs, alignment), so a scratch array the choice does not c
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from qcodegen import api
 from qcodegen.codegen import generate, load_target
 from qcodegen.compiler import plan
 from qcodegen.frontends import load_model
+from qcodegen.kernels import plan_kernels
 from qcodegen.verify.runners import unavailable
 
 # The most a step function's frame holds besides the arrays counted: up to 9 core and 16 FP registers saved (100 B),
@@ -85,3 +89,25 @@ def test_reported_scratch_bounds_the_step_frames(tmp_path: Path, target_name: st
     assert kinds >= expected
     over = {fn: (frames[fn], scratch[fn]) for fn in frames if not scratch[fn] <= frames[fn] <= scratch[fn] + FRAME_REST}
     assert not over, f"step functions whose frame (bytes) is not within [scratch, scratch + {FRAME_REST}]: {over}"
+
+
+def test_report_ram_holds_the_largest_scratch(tmp_path: Path) -> None:
+    """The report's kernel_stack_scratch is the largest step's (the steps run one after another), a part of ram in the
+    report and the metadata, and its first text line says it."""
+    target = load_target("cortex-m4")
+    model = ROOT / "examples" / "kws_like.json"
+    steps = plan_kernels(plan(load_model(model)), target, "kws_like").steps
+    largest = max(steps, key=lambda s: s.choice.stack_scratch)
+    assert largest.choice.stack_scratch > 0
+    result = api.compile(model, tmp_path, target="cortex-m4")
+    report = result.report
+    assert report["kernel_stack_scratch"] == {"bytes": largest.choice.stack_scratch, "step": largest.index,
+                                              "kernel": largest.choice.kernel}
+    io_bytes = sum(int(np.prod(t["shape"])) for t in report["inputs"] + report["outputs"])  # int8 inputs and outputs
+    assert report["ram"] == {"bytes": report["arena_bytes"] + io_bytes + largest.choice.stack_scratch,
+                             "parts": ["arena", "I/O buffers", "kernel stack scratch"]}
+    metadata = json.loads((tmp_path / "kws_like.json").read_text())
+    assert metadata["ram"]["stack_scratch_bytes"] == largest.choice.stack_scratch
+    first = (tmp_path / "kws_like_report.txt").read_text().splitlines()[0]
+    assert first.endswith(f"stack scratch of kernels: {largest.choice.stack_scratch:,} B (step {largest.index}, "
+                          f"{largest.choice.kernel})")
