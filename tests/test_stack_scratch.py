@@ -1,5 +1,5 @@
 """The kernels' stack scratch the report counts (KernelChoice.stack_scratch, the report's kernel_stack_scratch) against
-the stack frames GCC gives the step functions (-fstack-usage) on Cortex-M4 and Cortex-M55: every step function's
+the stack frames GCC gives the step functions (-fstack-usage) on Cortex-M4, Cortex-M55 and RV32: every step function's
 frame holds its scratch (scratch <= frame), and beyond it no more than FRAME_REST bytes (registers saved, the
 kernels' parameter structs, alignment), so a scratch array the choice does not count fails the test."""
 
@@ -33,14 +33,14 @@ PERSON = SHARED / "testdata" / "tflite" / "models" / "person_detect.tflite"
 
 
 def _kind(choice) -> str | None:
-    """Which scratch of the Cortex-M4/M55 kernels a step uses (None: only small or gathered windows)."""
+    """Which scratch of the Cortex-M4/M55 or RV32 kernels a step uses (None: only small or gathered windows)."""
     params = choice.params
     if choice.window_rows and not (choice.window_rows == "in_place" and choice.stack_scratch == 0):
         return f"window_rows {choice.window_rows}"
     if getattr(params, "q15_copy", 0):
         return "q15 copy"
-    if choice.form == "dw_rows":
-        return "dw_rows"
+    if choice.form in ("dw_rows", "dw_plane"):
+        return choice.form
     if getattr(params, "geometry", ()):
         return f"{choice.form} rows"
     return None
@@ -78,7 +78,8 @@ def _frames(folder: Path, target_name: str) -> tuple[dict[str, int], dict[str, i
 
 @pytest.mark.parametrize("target_name, expected", [
     ("cortex-m4", {"window_rows padded", "window_rows in_place", "dw_rows"}),
-    ("cortex-m55", {"conv_px rows", "dw_s8 rows"})])
+    ("cortex-m55", {"conv_px rows", "dw_s8 rows"}),
+    ("riscv32", {"dw_plane"})])
 def test_reported_scratch_bounds_the_step_frames(tmp_path: Path, target_name: str, expected: set[str]) -> None:
     reason = unavailable(load_target(target_name))
     if reason:
