@@ -107,7 +107,7 @@ class ConvStep:
         return np.broadcast_to(np.asarray(self.b.data, np.int64).reshape(-1), (self.rows,))
 
 
-def window_copy_bytes(c: ConvStep, window_rows: str = "", window_length: int = 0) -> int:
+def loops_scratch(c: ConvStep, window_rows: str = "", window_length: int = 0) -> int:
     """Bytes of the stack arrays of the generic templates' loops: DEPTHWISE_CONV2D's accumulators of a pixel
     (depthwise_conv2d.c.j2 `acc`); the copies conv2d.c.j2 declares for a CONV2D step's windows (0 when they are read
     in place): `xpad` (window_rows "padded": the image with its padding), `xw` (window_rows "in_place" with windows

@@ -8,7 +8,7 @@ from collections.abc import Callable, Container
 from .. import primitives
 from ..ir.schedule import StepIO
 from ..primitives.fused import part_ios
-from .conv import ConvStep, conv_step, window_copy_bytes
+from .conv import ConvStep, conv_step, loops_scratch
 from .names import ArrayNames
 from .record import EwPart, KernelChoice
 
@@ -21,7 +21,7 @@ def portable(io: StepIO, reason: str = "portable C99 loops", **fields) -> Kernel
     if io.step.op == "FUSED_CONV":
         template = primitives.get(io.attrs["parts"][0].op).template
     c = conv_step(io)
-    scratch = window_copy_bytes(c) if c is not None else 0
+    scratch = loops_scratch(c) if c is not None else 0
     return KernelChoice(f"c:{template.removesuffix('.c.j2')}", reason, stack_scratch=scratch, **fields)
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from ...ir.schedule import StepIO
 from ...primitives.rescale import exception_list
-from ..conv import PATCH_LIMIT, ConvStep, Requantization, window_copy_bytes
+from ..conv import PATCH_LIMIT, ConvStep, Requantization, loops_scratch
 from ..generic import conv_or_portable, portable
 from ..names import ArrayNames
 from ..record import ConstArray, KernelChoice, const_array, step_array
@@ -123,7 +123,7 @@ def _stack_scratch(c: ConvStep, choice: KernelChoice) -> int:
         sums = choice.form == "conv_s32" and not p.to_output
     acc = 4 * (p.n if choice.form == "dw" else p.rows) if sums else 0
     x0 = p.kn if choice.form == "conv_sdot2" else 0
-    return nsh + acc + x0 + window_copy_bytes(c, "", choice.window_length)
+    return nsh + acc + x0 + loops_scratch(c, "", choice.window_length)
 
 
 def _why_not(c: ConvStep) -> str:

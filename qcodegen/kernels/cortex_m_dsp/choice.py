@@ -24,7 +24,7 @@ import numpy as np
 
 from ...ir.schedule import StepIO
 from ...primitives.geometry import WindowLoops
-from ..conv import PATCH_LIMIT, ConvStep, Requantization, exception_const_arrays, table_scratch, window_copy_bytes
+from ..conv import PATCH_LIMIT, ConvStep, Requantization, exception_const_arrays, table_scratch, loops_scratch
 from ..generic import conv_or_portable, portable
 from ..names import ArrayNames
 from ..record import ConstArray, KernelChoice, RequantStore, const_array, step_array
@@ -305,7 +305,7 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
                         arrays, params, frozenset(unread), step_constants=False,
                         window_length=params.window_length, window_rows=window_rows, files=CONV_FILES,
                         stack_scratch=4 * (params.xq_words + q15_copy)
-                        + window_copy_bytes(c, window_rows, params.window_length))
+                        + loops_scratch(c, window_rows, params.window_length))
 
 
 def _window_rows(c: ConvStep) -> str:
@@ -373,7 +373,7 @@ def _dot_pairs(c: ConvStep, names: ArrayNames, q15: bool, store: RequantStore | 
     unread = frozenset() if c.rows % 2 else frozenset({1})
     return KernelChoice(params.fn, reason, f"dsp_{w}", "dot_2x2", arrays, params, unread, requantize=store,
                         window_length=params.window_length, files=CONV_FILES,
-                        stack_scratch=16 * groups + window_copy_bytes(c, "", params.window_length))
+                        stack_scratch=16 * groups + loops_scratch(c, "", params.window_length))
 
 
 def _dot_rows(c: ConvStep, names: ArrayNames, variant: str, store: RequantStore | None,
@@ -387,7 +387,7 @@ def _dot_rows(c: ConvStep, names: ArrayNames, variant: str, store: RequantStore 
     params = DotRows(f"qc_dsp_dot_4rows_{variant}", variant, c.rows, c.k)
     return KernelChoice(params.fn, reason, layout, "dot_4rows", arrays, params,
                         frozenset() if int8_read else frozenset({1}), requantize=store, files=CONV_FILES,
-                        stack_scratch=(0 if variant == "s8" else 8 * (c.k // 4)) + window_copy_bytes(c))
+                        stack_scratch=(0 if variant == "s8" else 8 * (c.k // 4)) + loops_scratch(c))
 
 
 def _why_not_depthwise(c: ConvStep) -> str:

@@ -33,7 +33,7 @@ from ... import primitives
 from ...ir.schedule import StepIO
 from ...primitives.fused import part_context
 from ...primitives.geometry import WindowLoops
-from ..conv import PATCH_LIMIT, ConvStep, Requantization, table_scratch, window_copy_bytes
+from ..conv import PATCH_LIMIT, ConvStep, Requantization, table_scratch, loops_scratch
 from ..cortex_m_dsp.choice import RQ_FILES, exact_s33, requant_store
 from ..generic import conv_or_portable, portable, vector_parts
 from ..names import ArrayNames
@@ -183,7 +183,7 @@ def _conv(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> KernelC
     reason = f"{base}, the step requantizes" if c.rq is not None else base
     return KernelChoice("qc_mve_dot_4rows_s8", reason, "int8", "dot_4rows", arrays, DotRows(c.rows, c.k),
                         requantize=store, files=CONV_FILES + (RQ_FILES if store else ()),
-                        stack_scratch=window_copy_bytes(c))
+                        stack_scratch=loops_scratch(c))
 
 
 def _conv_pixels(c: ConvStep, names: ArrayNames, reason: str) -> KernelChoice:
@@ -204,7 +204,7 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, reason: str) -> KernelChoice:
                         scratch)
     arrays = {"stream": step_array(names, "pw4x2", stream)}
     # the rows' scratch, or the gathered windows: a pair's two (qc_win, the `window` hook) or one pixel's
-    windows = window_copy_bytes(c) + (c.k if pairs and c.gathered else 0)
+    windows = loops_scratch(c) + (c.k if pairs and c.gathered else 0)
     return KernelChoice(fn, reason, "mve_pw4x2", "conv_px", arrays, params, frozenset({1, 2}),
                         step_constants=False, files=CONV_FILES, stack_scratch=scratch if geometry else windows)
 
@@ -315,7 +315,7 @@ def _dw_mla(c: ConvStep, store: RequantStore | None) -> KernelChoice | None:
         return None
     return KernelChoice("qc_mve_mla_s8", "int8 x int8, weight zero point 0, multiplier 1: the portable loops, a "
                         "vector tap", requantize=store, form="dw_mla", files=HEADER + (RQ_FILES if store else ()),
-                        stack_scratch=window_copy_bytes(c))
+                        stack_scratch=loops_scratch(c))
 
 
 def _pool(io: StepIO) -> KernelChoice:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ir.schedule import StepIO
-from ..conv import ConvStep, Requantization, window_copy_bytes
+from ..conv import ConvStep, Requantization, loops_scratch
 from ..generic import conv_or_portable, portable
 from ..layouts import row_sums
 from ..names import ArrayNames
@@ -157,7 +157,7 @@ def _conv(c: ConvStep, index: int, names: ArrayNames) -> KernelChoice | None:
     reason = (f"int8 x int8, weight zero point 0, constant rows of {c.k} elements, {c.pixels} pixels: blocks of "
               f"{block} rows x {group} pixels")
     # the stack: a block's sums (qc_s), a group's windows (qc_xb: the gathered ones, interleaved, in place of xp)
-    windows = (c.k * group if group > 1 else 0) + window_copy_bytes(c) - (c.k if params.interleaved else 0)
+    windows = (c.k * group if group > 1 else 0) + loops_scratch(c) - (c.k if params.interleaved else 0)
     return KernelChoice(params.fn, reason, f"rv32_r{block}", "rows_blocks", arrays, params, frozenset({1}),
                         requantize=requant_store(c.rq, _bound(c, np.abs(rows).sum(axis=1))), files=DOT_FILES,
                         stack_scratch=4 * block * group + windows)

@@ -31,7 +31,7 @@ from ... import primitives
 from ...ir.schedule import CONST, StepIO
 from ...primitives.fused import part_ios
 from ...primitives.geometry import WindowLoops
-from ..conv import PATCH_LIMIT, ConvStep, Requantization, exception_const_arrays, window_copy_bytes
+from ..conv import PATCH_LIMIT, ConvStep, Requantization, exception_const_arrays, loops_scratch
 from ..generic import conv_or_portable, portable
 from ..names import ArrayNames
 from ..record import ConstArray, KernelChoice, const_array, step_array
@@ -297,7 +297,7 @@ def _gemm(isa: Isa, c: ConvStep, names: ArrayNames, reason: str) -> KernelChoice
     whole = blocked == c.rows
     # the stack: the packed windows of a group of pixels (qc_xw; the gathered window xp when not packed into them)
     packed = params.np * kpad * planes * (2 if xtype == "int16_t" else 1)
-    windows = window_copy_bytes(c) - (c.k if params.packed else 0)
+    windows = loops_scratch(c) - (c.k if params.packed else 0)
     return KernelChoice(blocks, reason, layout, "gemm", arrays, params, frozenset({1, 2}) if whole else frozenset(),
                         step_constants=not whole, files=CONV_FILES, stack_scratch=packed + windows)
 
@@ -327,7 +327,7 @@ def _rows(isa: Isa, c: ConvStep, names: ArrayNames, vector: bool, reason: str) -
         arrays.update(_rq_arrays(c.rq, c, names))
     params = DotRows(fn8, fn4, fn1, c.rows, c.k, correction, factor, c.bias_per_channel, rq8)
     return KernelChoice(fn8 or fn4, reason, "int8", "rows", arrays, params, files=CONV_FILES,
-                        stack_scratch=(4 * c.rows if correction == "runtime" else 0) + window_copy_bytes(c))
+                        stack_scratch=(4 * c.rows if correction == "runtime" else 0) + loops_scratch(c))
 
 
 # ---- DEPTHWISE_CONV2D ----
