@@ -24,7 +24,7 @@ import numpy as np
 
 from ...ir.schedule import StepIO
 from ...primitives.geometry import WindowLoops
-from ..conv import PATCH_LIMIT, ConvStep, Requantization, exception_const_arrays, table_scratch, loops_scratch
+from ..conv import PATCH_LIMIT, ConvStep, Requantization, exception_const_arrays, loops_scratch, table_scratch
 from ..generic import conv_or_portable, portable
 from ..names import ArrayNames
 from ..record import ConstArray, KernelChoice, RequantStore, const_array, step_array

@@ -33,7 +33,7 @@ from ... import primitives
 from ...ir.schedule import StepIO
 from ...primitives.fused import part_context
 from ...primitives.geometry import WindowLoops
-from ..conv import PATCH_LIMIT, ConvStep, Requantization, table_scratch, loops_scratch
+from ..conv import PATCH_LIMIT, ConvStep, Requantization, loops_scratch, table_scratch
 from ..cortex_m_dsp.choice import RQ_FILES, exact_s33, requant_store
 from ..generic import conv_or_portable, portable, vector_parts
 from ..names import ArrayNames
