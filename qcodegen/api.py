@@ -135,6 +135,9 @@ def _report(schedule: Schedule, target: Target, sizes: dict[str, int], kernels: 
     if schedule.state:  # one state per stream (docs/semantics.md §13); the struct's bytes
         report["ram"]["bytes"] += state_layout(schedule, c_identifier).size
         report["ram"]["parts"].append("state")
+    if report["kernel_stack_scratch"]["bytes"]:  # the steps' stack arrays (the caller's stack, not the arena)
+        report["ram"]["bytes"] += report["kernel_stack_scratch"]["bytes"]
+        report["ram"]["parts"].append("kernel stack scratch")
     if "text_bytes" in sizes:
         report["code_bytes"] = sizes["text_bytes"]
         report["rom"] = {"bytes": sizes["text_bytes"] + report["weights_bytes"], "parts": ["code", "weights"]}

@@ -110,6 +110,7 @@ def metadata(model: GeneratedModel, target: Target, report: dict[str, Any], opti
              source_hash: str | None) -> dict[str, Any]:
     own, shared = _sources(model, target)
     state_bytes = model.state.size if model.state is not None else 0
+    scratch_bytes = report["kernel_stack_scratch"]["bytes"]
     return {
         "schema": "qcodegen-model-metadata/1",
         "name": model.name,
@@ -124,8 +125,10 @@ def metadata(model: GeneratedModel, target: Target, report: dict[str, Any], opti
                   "layer_bound_bytes": report["arena_layer_bound_bytes"]},
         "rom": {"code_bytes": report.get("code_bytes"), "weights_bytes": report["weights_bytes"],
                 "total_bytes": report["rom"]["bytes"] if "rom" in report else None},
-        "ram": {"arena_bytes": model.arena_size, "io_bytes": report["ram"]["bytes"] - model.arena_size - state_bytes,
-                "state_bytes": state_bytes, "total_bytes": report["ram"]["bytes"]},
+        "ram": {"arena_bytes": model.arena_size,
+                "io_bytes": report["ram"]["bytes"] - model.arena_size - state_bytes - scratch_bytes,
+                "state_bytes": state_bytes, "stack_scratch_bytes": scratch_bytes,
+                "total_bytes": report["ram"]["bytes"]},
         "macs": report["macs"],
         "sources": own,
         "runtime_sources": shared,

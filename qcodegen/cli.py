@@ -17,7 +17,7 @@ from .errors import QcError, one_line
 from .ir.schedule import MEMORY_POLICIES
 from .kernels import WEIGHT_LAYOUTS
 from .progress import Progress
-from .report import inspect_text
+from .report import inspect_text, stack_scratch_text
 
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 DEBUG_ENV = "QC_DEBUG"  # set to 1: an internal error also prints its traceback
@@ -39,7 +39,8 @@ def _compile(args: argparse.Namespace) -> int:
     rom = f", ROM {result.rom_bytes:,} B (code {result.code_bytes:,} + weights {result.weights_bytes:,})" \
         if result.rom_bytes is not None else f", weights {result.weights_bytes:,} B"
     print(f"wrote {len(result.files)} files to {result.outdir}/ ({result.name}_run for {result.target}, arena "
-          f"{result.arena_bytes:,} B, lower bound {result.arena_lower_bound_bytes:,} B{rom}); report: "
+          f"{result.arena_bytes:,} B, lower bound {result.arena_lower_bound_bytes:,} B{rom}, "
+          f"{stack_scratch_text(result.report['kernel_stack_scratch'])}); report: "
           f"{result.outdir / (result.name + '_report.html')}")
     return EXIT_OK
 

@@ -82,6 +82,22 @@ def layers(schedule: Schedule, plan: KernelPlan) -> list[dict[str, Any]]:
     return rows
 
 
+def stack_scratch(plan: KernelPlan) -> dict[str, Any]:
+    """The kernels' stack scratch (KernelChoice.stack_scratch): the steps run one after another, so the most any
+    step needs, with the first step (schedule index) needing it and its kernel; bytes 0 (step None) when none."""
+    worst = max(plan.steps, key=lambda s: s.choice.stack_scratch, default=None)
+    if worst is None or worst.choice.stack_scratch == 0:
+        return {"bytes": 0, "step": None, "kernel": None}
+    return {"bytes": worst.choice.stack_scratch, "step": worst.index, "kernel": worst.choice.kernel}
+
+
+def stack_scratch_text(scratch: dict[str, Any]) -> str:
+    """The scratch as the text report and the CLI say it."""
+    if not scratch["bytes"]:
+        return "stack scratch of kernels: 0 B"
+    return f"stack scratch of kernels: {scratch['bytes']:,} B (step {scratch['step']}, {scratch['kernel']})"
+
+
 def arena_blocks(schedule: Schedule) -> list[dict[str, Any]]:
     """Every tensor placed in the arena: name, offset, bytes and its lifetime (first and last position in
     execution order, inclusive), sorted by offset then first use."""
@@ -136,6 +152,7 @@ def inspect_dict(schedule: Schedule, plan: KernelPlan | None = None, target: str
             "estimated_overhead": round(p.estimated_overhead, 4)},
         "weights_bytes": plan.weights_bytes,
         "weights_arrays": len(plan.arrays),
+        "kernel_stack_scratch": stack_scratch(plan),
         "kernel_files": [f.rsplit("/", 1)[-1] for f in plan.files],
         "macs": sum(s["macs"] for s in steps),
         "inputs": [_io(schedule, n) for n in schedule.inputs],
@@ -176,7 +193,8 @@ def inspect_text(d: dict[str, Any]) -> str:
              f"{d['arena_lower_bound_bytes']:,} B; layer-wise bound {d['arena_layer_bound_bytes']:,} B; memory "
              f"{goal['policy']}" + (f", arena limit {goal['arena_limit']:,} B" if goal["arena_limit"] is not None
                                     else "") + ")"
-             + (f", state {d['state_bytes']:,} B in {len(d['state'])} variable(s)" if d["state"] else "")]
+             + (f", state {d['state_bytes']:,} B in {len(d['state'])} variable(s)" if d["state"] else "")
+             + f", {stack_scratch_text(d['kernel_stack_scratch'])}"]
     if d["patching"]:
         p = d["patching"]
         lines.append(f"patch-based execution: {p['steps']} steps ({p['sources'][0]} .. {p['sources'][-1]}) in "

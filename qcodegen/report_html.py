@@ -118,6 +118,10 @@ def _cards(report: dict[str, Any]) -> str:
              ("arena lower bound (executed schedule)", f'{report["arena_lower_bound_bytes"]:,} B'),
              ("layer-wise bound", f'{report.get("arena_layer_bound_bytes", report["arena_lower_bound_bytes"]):,} B'),
              ("recomputed MACs", _num(report.get("recomputed_macs", 0)))]
+    scratch = report.get("kernel_stack_scratch")
+    if scratch:
+        where = f' (step {scratch["step"]}, {scratch["kernel"]})' if scratch["bytes"] else ""
+        items.append(("stack scratch of kernels" + where, f'{scratch["bytes"]:,} B'))
     if rom:
         items.append(("ROM = " + " + ".join(rom["parts"]), f'{rom["bytes"]:,} B'))
     if ram:

@@ -38,7 +38,7 @@ class ConvStep:
     (weight rows); k: a row's length (KH * KW * C) for CONV2D, the window's taps for DEPTHWISE_CONV2D; window:
     Window.loops() (templates/generic/_window.c.j2); rq: the fused requantization or None; widened: range
     analysis could not prove the accumulator in its type (Step.widened): int64 arithmetic, saturated (the portable
-    loops only)."""
+    loops only); acc_bytes: the bytes of the portable loops' accumulator type."""
 
     op: str
     x: Buffer
@@ -55,6 +55,7 @@ class ConvStep:
     bias_per_channel: bool
     rq: Requantization | None
     widened: bool
+    acc_bytes: int
 
     @property
     def pixels(self) -> int:
@@ -106,6 +107,35 @@ class ConvStep:
         return np.broadcast_to(np.asarray(self.b.data, np.int64).reshape(-1), (self.rows,))
 
 
+def loops_scratch(c: ConvStep, window_rows: str = "", window_length: int = 0) -> int:
+    """Bytes of the stack arrays of the generic templates' loops: DEPTHWISE_CONV2D's accumulators of a pixel
+    (depthwise_conv2d.c.j2 `acc`); the copies conv2d.c.j2 declares for a CONV2D step's windows (0 when they are read
+    in place): `xpad` (window_rows "padded": the image with its padding), `xw` (window_rows "in_place" with windows
+    reading padding: a window's rows as in the input), else `xp` (the gathered window, window_length or K elements);
+    and `padrow` (a pixel of the pad value) when a window reads padding, unless "padded"."""
+    g = c.window
+    if c.op == "DEPTHWISE_CONV2D":
+        return c.rows * c.acc_bytes
+    if not c.gathered:
+        return 0
+    padrow = 0 if g.all_interior or window_rows == "padded" else g.c
+    if window_rows == "padded":
+        rows, cols = (g.oh - 1) * g.sy + (g.kh - 1) * g.dy + 1, (g.ow - 1) * g.sx + (g.kw - 1) * g.dx + 1
+        elements = rows * cols * g.c
+    elif window_rows:
+        elements = 0 if g.all_interior else (g.kh - 1) * g.iw * g.c * g.dy + g.kw * g.c
+    else:
+        elements = window_length or c.k
+    return (elements + padrow) * c.x.dtype.container_bytes
+
+
+def table_scratch(c: ConvStep, runs: bool) -> int:
+    """Bytes of the stack arrays of a depthwise step over tables of its taps (templates/cortex-m/_depthwise.c.j2
+    table_body): `qc_padrow` (a pixel of the pad value) when a window reads padding, and the int32 sums of a pixel
+    (`acc`) when its kernel does not store them (not runs); the tables of a few pointers are not counted."""
+    return (0 if c.window.all_interior else c.window.c) + (0 if runs else 4 * c.rows)
+
+
 def conv_step(io: StepIO) -> ConvStep | None:
     """The ConvStep of a CONV2D, DEPTHWISE_CONV2D or FUSED_CONV step (None for other steps)."""
     conv, rq = io, None
@@ -119,4 +149,4 @@ def conv_step(io: StepIO) -> ConvStep | None:
     k = g.kh * g.kw * (g.c if conv.step.op == "CONV2D" else 1)
     return ConvStep(conv.step.op, io.ins[0], io.ins[1], io.ins[2], io.outs[0], int(ctx["izp"]), int(ctx["wzp"]),
                     int(ctx["pad_value"]), int(ctx.get("m", 1)), int(ctx["oc"]), k, g, bool(ctx["bias_per_channel"]),
-                    rq, bool(ctx.get("widened")))
+                    rq, bool(ctx.get("widened")), 4 if ctx["acc_ctype"] == "int32_t" else 8)

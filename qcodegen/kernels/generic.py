@@ -8,7 +8,7 @@ from collections.abc import Callable, Container
 from .. import primitives
 from ..ir.schedule import StepIO
 from ..primitives.fused import part_ios
-from .conv import ConvStep, conv_step
+from .conv import ConvStep, conv_step, loops_scratch
 from .names import ArrayNames
 from .record import EwPart, KernelChoice
 
@@ -16,11 +16,13 @@ STEP_ATTRIBUTES = ""
 
 
 def portable(io: StepIO, reason: str = "portable C99 loops", **fields) -> KernelChoice:
-    """The generic template's loops for the step."""
+    """The generic template's loops for the step (a convolution's gathered window on the stack)."""
     template = primitives.get(io.step.op).template
     if io.step.op == "FUSED_CONV":
         template = primitives.get(io.attrs["parts"][0].op).template
-    return KernelChoice(f"c:{template.removesuffix('.c.j2')}", reason, **fields)
+    c = conv_step(io)
+    scratch = loops_scratch(c) if c is not None else 0
+    return KernelChoice(f"c:{template.removesuffix('.c.j2')}", reason, stack_scratch=scratch, **fields)
 
 
 def vector_parts(io: StepIO, ctypes: Container[str], part: Callable[[StepIO], EwPart | None],

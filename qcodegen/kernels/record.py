@@ -97,7 +97,10 @@ class KernelChoice:
     contiguous: dilation 1 across), "in_place" (an interior window in the input, one reading padding gathered with
     the input's row stride) or "padded" (every window in a copy of the image with its padding;
     templates/generic/conv2d.c.j2), "" for the gathered window;
-    files: the runtime files (relative to runtime/) its C needs."""
+    files: the runtime files (relative to runtime/) its C needs;
+    stack_scratch: the bytes of the arrays sized at generation time that the step's C declares on the stack for its
+        kernel (gathered windows, copies of padded rows or images, widened inputs or weights, planes of sums),
+        computed from the expressions its template sizes them with (0: none; arrays of a few words not counted)."""
 
     kernel: str
     reason: str
@@ -111,6 +114,7 @@ class KernelChoice:
     window_length: int = 0
     window_rows: str = ""
     files: tuple[str, ...] = ()
+    stack_scratch: int = 0
 
 
 @dataclass

@@ -17,13 +17,14 @@ Everything else runs the portable loops."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...ir.schedule import StepIO
 from ...primitives.rescale import exception_list
-from ..conv import PATCH_LIMIT, ConvStep, Requantization
+from ..conv import PATCH_LIMIT, ConvStep, Requantization, loops_scratch
 from ..generic import conv_or_portable, portable
 from ..names import ArrayNames
 from ..record import ConstArray, KernelChoice, const_array, step_array
@@ -106,9 +107,23 @@ def choose(io: StepIO, index: int, names: ArrayNames, layout: str, sdot: bool = 
     why_not = _why_not(c)
     if why_not:
         return portable(io, why_not)
-    if c.op == "CONV2D":
-        return _conv(c, names, sdot)
-    return _depthwise(c, names)
+    choice = _conv(c, names, sdot) if c.op == "CONV2D" else _depthwise(c, names)
+    return dataclasses.replace(choice, stack_scratch=_stack_scratch(c, choice))
+
+
+def _stack_scratch(c: ConvStep, choice: KernelChoice) -> int:
+    """Bytes of the stack arrays of the step's C (templates/neon/_dot.c.j2): the per-channel shifts widened to int64
+    (qc_nsh), the int32 sums (qc_acc) of a pixel the kernel does not requantize, the even pixel's window of
+    conv_sdot2 (qc_x0) and a convolution's gathered window."""
+    p = choice.params
+    nsh = 8 * p.rq.channels if p.rq is not None and p.rq.per_channel else 0
+    if choice.form == "dw":
+        sums = bool(p.rq.exceptions) if p.rq is not None else not p.to_output
+    else:
+        sums = choice.form == "conv_s32" and not p.to_output
+    acc = 4 * (p.n if choice.form == "dw" else p.rows) if sums else 0
+    x0 = p.kn if choice.form == "conv_sdot2" else 0
+    return nsh + acc + x0 + loops_scratch(c, "", choice.window_length)
 
 
 def _why_not(c: ConvStep) -> str:

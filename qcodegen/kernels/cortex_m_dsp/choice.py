@@ -26,7 +26,7 @@ from ... import primitives
 from ...ir.schedule import CONST, StepIO
 from ...primitives.data_movement import _Movement
 from ...primitives.geometry import WindowLoops
-from ..conv import PATCH_LIMIT, ConvStep, Requantization, exception_const_arrays
+from ..conv import PATCH_LIMIT, ConvStep, Requantization, exception_const_arrays, loops_scratch, table_scratch
 from ..generic import conv_or_portable, portable
 from ..names import ArrayNames
 from ..record import ConstArray, KernelChoice, RequantStore, const_array, step_array
@@ -330,7 +330,9 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
     layout = "dsp_s8x2" if q15_copy else f"dsp_{w}"
     return KernelChoice(params.fn3 or params.fn2, reason, layout + ("_packed" if packed else ""), "conv_px",
                         arrays, params, frozenset(unread), step_constants=False,
-                        window_length=params.window_length, window_rows=window_rows, files=CONV_FILES)
+                        window_length=params.window_length, window_rows=window_rows, files=CONV_FILES,
+                        stack_scratch=4 * (params.xq_words + q15_copy)
+                        + loops_scratch(c, window_rows, params.window_length))
 
 
 def _window_rows(c: ConvStep) -> str:
@@ -397,7 +399,8 @@ def _dot_pairs(c: ConvStep, names: ArrayNames, q15: bool, store: RequantStore | 
                       _window_length(c))
     unread = frozenset() if c.rows % 2 else frozenset({1})
     return KernelChoice(params.fn, reason, f"dsp_{w}", "dot_2x2", arrays, params, unread, requantize=store,
-                        window_length=params.window_length, files=CONV_FILES)
+                        window_length=params.window_length, files=CONV_FILES,
+                        stack_scratch=16 * groups + loops_scratch(c, "", params.window_length))
 
 
 def _dot_rows(c: ConvStep, names: ArrayNames, variant: str, store: RequantStore | None,
@@ -410,7 +413,8 @@ def _dot_rows(c: ConvStep, names: ArrayNames, variant: str, store: RequantStore 
     int8_read = variant == "s8" or c.rows % 4 != 0 or c.k % 4 != 0
     params = DotRows(f"qc_dsp_dot_4rows_{variant}", variant, c.rows, c.k)
     return KernelChoice(params.fn, reason, layout, "dot_4rows", arrays, params,
-                        frozenset() if int8_read else frozenset({1}), requantize=store, files=CONV_FILES)
+                        frozenset() if int8_read else frozenset({1}), requantize=store, files=CONV_FILES,
+                        stack_scratch=(0 if variant == "s8" else 8 * (c.k // 4)) + loops_scratch(c))
 
 
 def _why_not_depthwise(c: ConvStep) -> str:
@@ -466,7 +470,8 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
                        rq.lo if int8 and rq else 0, rq.hi if int8 and rq else 0, pair, pair_run)
     unread = {2} if c.rows % 4 else {1, 2}
     return KernelChoice(fn, reason, "dsp_dw_q15_base", "dw_table", arrays, params, frozenset(unread),
-                        step_constants=not runs, requantize=None if runs else store, files=DW_FILES)
+                        step_constants=not runs, requantize=None if runs else store, files=DW_FILES,
+                        stack_scratch=table_scratch(c, runs))
 
 
 def _dw_rows_plan(c: ConvStep) -> tuple[int, int] | None:
@@ -570,4 +575,4 @@ def _dw_rows(c: ConvStep, names: ArrayNames, mode: int, plan: tuple[int, int], r
     reason += (f", int8 outputs of an exact 32-bit requantization (shifts >= 33); 3x3, stride and dilation 1: "
                f"channel by channel over int16 planes, bands of {nb} output rows, {params.scratch_bytes} B of stack")
     return KernelChoice(params.fn, reason, "dsp_dw_rows", "dw_rows", arrays, params, frozenset({1, 2}),
-                        step_constants=False, files=DW_FILES)
+                        step_constants=False, files=DW_FILES, stack_scratch=params.scratch_bytes)

@@ -33,7 +33,7 @@ from ... import primitives
 from ...ir.schedule import StepIO
 from ...primitives.fused import part_context
 from ...primitives.geometry import WindowLoops
-from ..conv import PATCH_LIMIT, ConvStep, Requantization
+from ..conv import PATCH_LIMIT, ConvStep, Requantization, loops_scratch, table_scratch
 from ..cortex_m_dsp.choice import RQ_FILES, data_movement, exact_s33, requant_store
 from ..generic import conv_or_portable, portable, vector_parts
 from ..names import ArrayNames
@@ -185,7 +185,8 @@ def _conv(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> KernelC
         arrays["zero_point_terms"] = step_array(names, "izp_terms", terms)
     reason = f"{base}, the step requantizes" if c.rq is not None else base
     return KernelChoice("qc_mve_dot_4rows_s8", reason, "int8", "dot_4rows", arrays, DotRows(c.rows, c.k),
-                        requantize=store, files=CONV_FILES + (RQ_FILES if store else ()))
+                        requantize=store, files=CONV_FILES + (RQ_FILES if store else ()),
+                        stack_scratch=loops_scratch(c))
 
 
 def _conv_pixels(c: ConvStep, names: ArrayNames, reason: str) -> KernelChoice:
@@ -205,8 +206,10 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, reason: str) -> KernelChoice:
     params = ConvPixels(fn, pairs, c.pixels, c.rows, c.k, _dbl(rq), rq.output_zp, rq.lo, rq.hi, run, geometry,
                         scratch)
     arrays = {"stream": step_array(names, "pw4x2", stream)}
+    # the rows' scratch, or the gathered windows: a pair's two (qc_win, the `window` hook) or one pixel's
+    windows = loops_scratch(c) + (c.k if pairs and c.gathered else 0)
     return KernelChoice(fn, reason, "mve_pw4x2", "conv_px", arrays, params, frozenset({1, 2}),
-                        step_constants=False, files=CONV_FILES)
+                        step_constants=False, files=CONV_FILES, stack_scratch=scratch if geometry else windows)
 
 
 def _conv_rows(c: ConvStep) -> tuple[tuple[int, ...], int]:
@@ -258,14 +261,15 @@ def _depthwise(c: ConvStep, names: ArrayNames, store: RequantStore | None) -> Ke
         return KernelChoice(fn, reason + ", int8 outputs of an exact 32-bit requantization (shifts >= 33), weights "
                             "in [-127, 127] (tap pairs in int16)",
                             "mve_dw_w16", "dw_s8", arrays, params, frozenset({1, 2}), step_constants=False,
-                            files=DW_FILES)
+                            files=DW_FILES, stack_scratch=scratch or table_scratch(c, True))
     arrays["base"] = step_array(names, "dw_starts", layouts.mve_dw_starts(taps, c.rows, c.bias_per_row(),
                                                                                       c.izp))
     runs = rq is None
     params = Depthwise("qc_mve_dw_s32", runs, c.rows, c.taps)
     return KernelChoice("qc_mve_dw_s32", reason + (", int32 sums" if runs else ", requantized by the step"), "int8",
                         "dw_s32", arrays, params, frozenset({2}), step_constants=not runs,
-                        requantize=None if runs else store, files=CONV_FILES + (RQ_FILES if store else ()))
+                        requantize=None if runs else store, files=CONV_FILES + (RQ_FILES if store else ()),
+                        stack_scratch=table_scratch(c, runs))
 
 
 def _padded_rows(c: ConvStep) -> tuple[tuple[int, ...], int]:
@@ -313,7 +317,8 @@ def _dw_mla(c: ConvStep, store: RequantStore | None) -> KernelChoice | None:
     if not (c.int8 and c.wzp == 0 and c.m == 1):
         return None
     return KernelChoice("qc_mve_mla_s8", "int8 x int8, weight zero point 0, multiplier 1: the portable loops, a "
-                        "vector tap", requantize=store, form="dw_mla", files=HEADER + (RQ_FILES if store else ()))
+                        "vector tap", requantize=store, form="dw_mla", files=HEADER + (RQ_FILES if store else ()),
+                        stack_scratch=loops_scratch(c))
 
 
 def _pool(io: StepIO) -> KernelChoice:

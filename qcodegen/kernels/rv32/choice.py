@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ir.schedule import StepIO
-from ..conv import ConvStep, Requantization
+from ..conv import ConvStep, Requantization, loops_scratch
 from ..generic import conv_or_portable, portable
 from ..layouts import row_sums
 from ..names import ArrayNames
@@ -156,8 +156,11 @@ def _conv(c: ConvStep, index: int, names: ArrayNames) -> KernelChoice | None:
                        group, c.pixels, c.rows // block * block, group > 1 and c.gathered, c.izp)
     reason = (f"int8 x int8, weight zero point 0, constant rows of {c.k} elements, {c.pixels} pixels: blocks of "
               f"{block} rows x {group} pixels")
+    # the stack: a block's sums (qc_s), a group's windows (qc_xb: the gathered ones, interleaved, in place of xp)
+    windows = (c.k * group if group > 1 else 0) + loops_scratch(c) - (c.k if params.interleaved else 0)
     return KernelChoice(params.fn, reason, f"rv32_r{block}", "rows_blocks", arrays, params, frozenset({1}),
-                        requantize=requant_store(c.rq, _bound(c, np.abs(rows).sum(axis=1))), files=DOT_FILES)
+                        requantize=requant_store(c.rq, _bound(c, np.abs(rows).sum(axis=1))), files=DOT_FILES,
+                        stack_scratch=4 * block * group + windows)
 
 
 def _kernel(block: int, pixels: int, group: int) -> str:
@@ -192,7 +195,8 @@ def _depthwise(c: ConvStep) -> KernelChoice | None:
     reason = (f"int8 x int8, weight zero point 0, multiplier 1, {c.taps} taps, constant bias, a padded plane of "
               f"{height} x {width} bytes, |bias| + taps 2^17 < 2^31, "
               + ("requantized by qc_rv32_scale32" if store else "int32 outputs"))
-    return KernelChoice("qc_rv32_dw_plane", reason, form="dw_plane", params=params, requantize=store, files=DW_FILES)
+    return KernelChoice("qc_rv32_dw_plane", reason, form="dw_plane", params=params, requantize=store, files=DW_FILES,
+                        stack_scratch=height * width)
 
 
 __all__ = ["STEP_ATTRIBUTES", "choose", "requant_store"]

@@ -31,7 +31,7 @@ from ... import primitives
 from ...ir.schedule import CONST, StepIO
 from ...primitives.fused import part_ios
 from ...primitives.geometry import WindowLoops
-from ..conv import PATCH_LIMIT, ConvStep, Requantization, exception_const_arrays
+from ..conv import PATCH_LIMIT, ConvStep, Requantization, exception_const_arrays, loops_scratch
 from ..generic import conv_or_portable, portable
 from ..names import ArrayNames
 from ..record import ConstArray, KernelChoice, const_array, step_array
@@ -295,8 +295,11 @@ def _gemm(isa: Isa, c: ConvStep, names: ArrayNames, reason: str) -> KernelChoice
     params = Gemm(kern, pack, pack_arg, xtype, c.pixels, min(GEMM_PIXELS, c.pixels), c.rows, blocked, c.k, kpad,
                   kpad // group, planes, c.izp, c.gathered and blocked == c.rows, dot, corrected, _rq8(c.rq, _bits(c)))
     whole = blocked == c.rows
+    # the stack: the packed windows of a group of pixels (qc_xw; the gathered window xp when not packed into them)
+    packed = params.np * kpad * planes * (2 if xtype == "int16_t" else 1)
+    windows = loops_scratch(c) - (c.k if params.packed else 0)
     return KernelChoice(blocks, reason, layout, "gemm", arrays, params, frozenset({1, 2}) if whole else frozenset(),
-                        step_constants=not whole, files=CONV_FILES)
+                        step_constants=not whole, files=CONV_FILES, stack_scratch=packed + windows)
 
 
 def _rows(isa: Isa, c: ConvStep, names: ArrayNames, vector: bool, reason: str) -> KernelChoice:
@@ -323,7 +326,8 @@ def _rows(isa: Isa, c: ConvStep, names: ArrayNames, vector: bool, reason: str) -
         rq8 = _rq8(c.rq, _bits(c))
         arrays.update(_rq_arrays(c.rq, c, names))
     params = DotRows(fn8, fn4, fn1, c.rows, c.k, correction, factor, c.bias_per_channel, rq8)
-    return KernelChoice(fn8 or fn4, reason, "int8", "rows", arrays, params, files=CONV_FILES)
+    return KernelChoice(fn8 or fn4, reason, "int8", "rows", arrays, params, files=CONV_FILES,
+                        stack_scratch=(4 * c.rows if correction == "runtime" else 0) + loops_scratch(c))
 
 
 # ---- DEPTHWISE_CONV2D ----
@@ -371,7 +375,8 @@ def _dw_rows(isa: Isa, c: ConvStep, names: ArrayNames, plan: tuple[int, int, int
               f"rows in {DW_ROWS_SCRATCH // 1024} KiB: "
               + ("VPDPWSSD" if isa.vnni else "VPMADDWD") + " on rows of int16 tap pairs")
     return KernelChoice("qc_x86_dw_rows", reason, "x86_dw_rows", "dw_rows", arrays, params, frozenset({1, 2}),
-                        step_constants=False, files=DW_FILES)
+                        step_constants=False, files=DW_FILES,
+                        stack_scratch=2 * params.span * rowlen + (g.c if params.hpad else 0))
 
 
 def _dw_blocks(c: ConvStep, names: ArrayNames, vector: bool) -> KernelChoice:
