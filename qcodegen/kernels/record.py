@@ -100,7 +100,9 @@ class KernelChoice:
     files: the runtime files (relative to runtime/) its C needs;
     stack_scratch: the bytes of the arrays sized at generation time that the step's C declares on the stack for its
         kernel (gathered windows, copies of padded rows or images, widened inputs or weights, planes of sums),
-        computed from the expressions its template sizes them with (0: none; arrays of a few words not counted)."""
+        computed from the expressions its template sizes them with (0: none; arrays of a few words not counted);
+    inlined: the step function is left to the compiler to inline into <name>_run (the family's step attributes,
+        e.g. noinline, not applied): a step whose calls move data, with no kernel asm to share registers with."""
 
     kernel: str
     reason: str
@@ -115,6 +117,7 @@ class KernelChoice:
     window_rows: str = ""
     files: tuple[str, ...] = ()
     stack_scratch: int = 0
+    inlined: bool = False
 
 
 @dataclass
