@@ -1,10 +1,13 @@
 """Instructions (and, where the core has a timing model, estimated cycles) per layer of one inference on a target
 whose runner counts instructions (`qcodegen profile`, `qcodegen compile --profile`).
 
-The model is generated as a profiling build (`generate(..., profiling=True)`: every step function stays a function;
-inlining inside a step is unchanged). The harness runs once under QEMU with the counting plugin in its per-segment
-mode: the return site of each step call in `<name>_run` closes a segment, so a layer's count covers its argument
-set-up, call and body with every callee. What the run function does besides its steps is one more row."""
+The model is generated as a profiling build (`generate(..., profiling=True)`: every step function stays a function
+but those below; inlining inside a step is unchanged). The harness runs once under QEMU with the counting plugin in
+its per-segment mode: the return site of each step call in `<name>_run` closes a segment, so a layer's count covers
+its argument set-up, call and body with every callee. What the run function does besides its steps is one more row.
+A step the build inlines into `<name>_run` (KernelChoice.inlined: the Cortex-M copies of qc_cm_copy runs) is inlined
+here too, so the total is what `qcodegen verify` counts: its row is 0 and its instructions count in the next
+step's row."""
 
 from __future__ import annotations
 
