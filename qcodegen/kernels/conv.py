@@ -58,6 +58,12 @@ class ConvStep:
     acc_bytes: int
 
     @property
+    def contiguous(self) -> bool:
+        """Output pixel p reads input pixel p alone: a 1x1 window of stride 1 without padding."""
+        g = self.window
+        return self.direct and (g.sy, g.sx, g.ih, g.iw) == (1, 1, g.oh, g.ow)
+
+    @property
     def pixels(self) -> int:
         return self.window.pixels
 

@@ -301,7 +301,7 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, q15: bool, reason: str) -> Kern
         stream = layouts.dsp_packed(words, 2 * starts, pairs, zp2p1)
         arrays = {"weights": step_array(names, f"dsp_{w}_packed", stream)}  # (by value: the weights, starts)
         unread = {1, 2}
-        run = _contiguous(c) and c.k % 4 == 0
+        run = c.contiguous and c.k % 4 == 0
         if copied:
             q15_copy, w = stream.size + c.rows * groups, "q15x2"
         fn3, fn2, fn1 = (f"qc_dsp_conv_{n}px_{w}_packed" for n in (3, 2, 1))
@@ -365,12 +365,6 @@ def _border_gather_cost(g: WindowLoops) -> int:
     per window row and ~12 per tap; DS-CNN's 10x4 windows measured ~525 each), beyond reading them in place."""
     interior = max(g.rows[1] - g.rows[0], 0) * max(g.cols[1] - g.cols[0], 0)
     return (g.pixels - g.n * interior) * g.kh * (6 + 12 * g.kw)
-
-
-def _contiguous(c: ConvStep) -> bool:
-    """Output pixel p reads input pixel p alone: a 1x1 window of stride 1 without padding."""
-    g = c.window
-    return c.direct and (g.sy, g.sx, g.ih, g.iw) == (1, 1, g.oh, g.ow)
 
 
 def _q15_copy_pays(pixels: int, rows: int, groups: int, widen_saved: int) -> bool:

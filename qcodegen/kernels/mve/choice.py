@@ -194,8 +194,7 @@ def _conv_pixels(c: ConvStep, names: ArrayNames, reason: str) -> KernelChoice:
     assert rq is not None
     stream = layouts.mve_pw4x2(c.w.data, c.rows, c.bias_per_row(), c.izp, list(rq.multipliers), list(rq.shifts))
     pairs = c.pixels >= 2
-    g = c.window
-    run = pairs and c.direct and (g.sy, g.sx, g.ih, g.iw) == (1, 1, g.oh, g.ow)
+    run = pairs and c.contiguous
     geometry, scratch = _conv_rows(c) if pairs else ((), 0)
     if run:
         reason += ", contiguous pixels: every pair by one call"
